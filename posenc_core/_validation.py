@@ -1,0 +1,145 @@
+"""Argument checks shared by every public function.
+
+Each check raises ``TypeError`` (wrong kind of object) or ``ValueError`` (right kind,
+wrong value) with a message that names the argument, the value received and what is
+allowed, so that a mistake surfaces at the call site rather than deep inside torch.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Iterable
+
+import torch
+
+_FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+LOW_PRECISION = (torch.float16, torch.bfloat16)
+
+
+def positive_int(name: str, value: object) -> int:
+    """Return ``value`` as an int, requiring an integer greater than zero."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be a positive integer, got {type(value).__name__} {value!r}")
+    if value <= 0:
+        raise ValueError(f"{name} must be a positive integer, got {value}")
+    return int(value)
+
+
+def non_negative_int(name: str, value: object) -> int:
+    """Return ``value`` as an int, requiring an integer >= 0."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be a non-negative integer, got {type(value).__name__} {value!r}")
+    if value < 0:
+        raise ValueError(f"{name} must be a non-negative integer, got {value}")
+    return int(value)
+
+
+def even_int(name: str, value: object) -> int:
+    """Return ``value`` as an int, requiring a positive even integer (dimensions come in pairs)."""
+    value = positive_int(name, value)
+    if value % 2:
+        raise ValueError(
+            f"{name} must be a positive even integer because dimensions are used in (sin, cos) "
+            f"pairs, got {value}"
+        )
+    return value
+
+
+def real_number(name: str, value: object) -> float:
+    """Return ``value`` as a finite float."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
+    value = float(value)
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value}")
+    return value
+
+
+def base_value(value: object, name: str = "base") -> float:
+    """Return a frequency base as a float, requiring a finite number greater than 1."""
+    value = real_number(name, value)
+    if value <= 1.0:
+        raise ValueError(
+            f"{name} must be a finite number greater than 1 (frequencies are base**(-2i/d)), got {value}"
+        )
+    return value
+
+
+def factor_value(name: str, value: object) -> float:
+    """Return a context-extension factor, requiring a finite number >= 1."""
+    value = real_number(name, value)
+    if value < 1.0:
+        raise ValueError(f"{name} must be a finite number >= 1 (a context-extension factor), got {value}")
+    return value
+
+
+def choice(name: str, value: object, allowed: Iterable[str]) -> str:
+    """Return ``value`` if it is one of ``allowed``."""
+    allowed = tuple(allowed)
+    if not isinstance(value, str) or value not in allowed:
+        raise ValueError(f"{name} must be one of {', '.join(repr(a) for a in allowed)}; got {value!r}")
+    return value
+
+
+def float_dtype(name: str, value: object) -> torch.dtype:
+    """Return ``value`` if it is a real floating-point torch dtype."""
+    if not isinstance(value, torch.dtype):
+        raise TypeError(f"{name} must be a torch.dtype, got {type(value).__name__} {value!r}")
+    if value not in _FLOAT_DTYPES:
+        raise TypeError(
+            f"{name} must be a real floating-point dtype (float16, bfloat16, float32, float64), got {value}"
+        )
+    return value
+
+
+def tensor(name: str, value: object, *, min_dim: int = 0, floating: bool = False) -> torch.Tensor:
+    """Check that ``value`` is a tensor with at least ``min_dim`` dimensions."""
+    if not isinstance(value, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
+    if value.dim() < min_dim:
+        raise ValueError(
+            f"{name} must have at least {min_dim} dimensions, got shape {tuple(value.shape)}"
+        )
+    if floating and value.dtype not in _FLOAT_DTYPES:
+        raise TypeError(
+            f"{name} must be a real floating-point tensor (float16, bfloat16, float32, float64), "
+            f"got dtype {value.dtype}"
+        )
+    return value
+
+
+def finite(name: str, value: torch.Tensor) -> torch.Tensor:
+    """Check that a tensor holds no NaN or infinity."""
+    if value.is_floating_point() and not bool(torch.isfinite(value).all()):
+        bad = value[~torch.isfinite(value)].flatten()[0].item()
+        raise ValueError(f"{name} must be finite, but it contains {bad}")
+    return value
+
+
+def as_positions(name: str, positions: object, device: torch.device | None = None) -> torch.Tensor:
+    """Turn positions (tensor, sequence or int) into a float64 tensor, checking they are finite.
+
+    Integer positions up to 2**53 convert to float64 exactly, so angles built from the
+    result carry no error from the positions themselves.
+    """
+    if isinstance(positions, bool):
+        raise TypeError(f"{name} must be a tensor, sequence or number of positions, got bool")
+    if isinstance(positions, torch.Tensor):
+        if positions.is_complex() or positions.dtype == torch.bool:
+            raise TypeError(f"{name} must hold real numbers, got dtype {positions.dtype}")
+        finite(name, positions)
+        out = positions.detach()
+        if device is not None:
+            out = out.to(device)
+    else:
+        try:
+            out = torch.as_tensor(positions, device=device)
+        except (TypeError, ValueError, RuntimeError) as err:
+            raise TypeError(f"{name} must be a tensor, sequence or number of positions, got {positions!r}") from err
+        if out.dtype == torch.bool or out.is_complex():
+            raise TypeError(f"{name} must hold real numbers, got {positions!r}")
+        finite(name, out)
+    if out.device.type == "mps":  # no float64 on Apple GPUs: compute on the CPU, move back later
+        out = out.cpu()
+    return out.to(torch.float64)

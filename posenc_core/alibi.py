@@ -1,0 +1,108 @@
+"""ALiBi: attention with linear biases (Press, Smith and Lewis 2022, "Train Short, Test Long").
+
+Head h adds ``-m_h * (i - j)`` to the score of query i and key j. The slopes m_h are the
+geometric sequence 2**(-8/n), 2**(-16/n), ..., 2**(-8) for n heads when n is a power of
+two; otherwise the slopes of the nearest lower power of two c, followed by every other
+slope of 2c (the reference ``get_slopes`` in the authors' repository, ofirpress/attention_with_linear_biases).
+
+Notation for tensor shapes: h = heads, q = query length, k = key length.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from . import _validation as v
+
+
+def _power_of_two_exponents(n: int) -> list[float]:
+    # slope_i = 2 ** (-8 (i + 1) / n), i = 0 .. n-1
+    return [-8.0 * (i + 1) / n for i in range(n)]
+
+
+def alibi_slopes(
+    n_heads: int, *, dtype: torch.dtype = torch.float32, device: torch.device | str | None = None
+) -> torch.Tensor:
+    """Per-head slopes m_h, equal to the reference ``get_slopes(n_heads)`` for any head count.
+
+    Args:
+        n_heads: number of attention heads, a positive integer.
+        dtype: dtype of the result (exponents are exact; each slope is one rounding of 2**e).
+        device: device of the result.
+
+    Returns:
+        tensor of shape ``(n_heads,)``, decreasing, all in (0, 1).
+    """
+    n_heads = v.positive_int("n_heads", n_heads)
+    dtype = v.float_dtype("dtype", dtype)
+    closest = 2 ** int(math.floor(math.log2(n_heads)))
+    exponents = _power_of_two_exponents(closest)
+    if closest != n_heads:
+        exponents += _power_of_two_exponents(2 * closest)[0::2][: n_heads - closest]
+    return torch.exp2(torch.tensor(exponents, dtype=torch.float64)).to(device=device, dtype=dtype)
+
+
+def alibi_bias(
+    n_heads: int,
+    q_len: int,
+    k_len: int,
+    *,
+    causal: bool = True,
+    dtype: torch.dtype = torch.float32,
+    device: torch.device | str | None = None,
+) -> torch.Tensor:
+    """The additive attention bias of ALiBi.
+
+    Queries are taken to be the last ``q_len`` of the ``k_len`` positions (so ``q_len < k_len``
+    covers decoding with a KV cache): query row i sits at absolute position
+    ``i + k_len - q_len``.
+
+    Args:
+        n_heads: number of heads.
+        q_len: number of queries, <= k_len.
+        k_len: number of keys.
+        causal: if True, entry (h, i, j) is ``-m_h * (i - j)`` for keys at or before the query
+            and ``-inf`` after it (the bias carries the causal mask). If False, the
+            bidirectional form ``-m_h * |i - j|``.
+        dtype, device: of the result.
+
+    Returns:
+        tensor of shape ``(n_heads, q_len, k_len)``, added to scores before the softmax.
+    """
+    n_heads = v.positive_int("n_heads", n_heads)
+    q_len = v.positive_int("q_len", q_len)
+    k_len = v.positive_int("k_len", k_len)
+    if q_len > k_len:
+        raise ValueError(f"q_len must be <= k_len (queries are the last q_len keys), got q_len={q_len}, k_len={k_len}")
+    if not isinstance(causal, bool):
+        raise TypeError(f"causal must be a bool, got {type(causal).__name__} {causal!r}")
+    slopes = alibi_slopes(n_heads, dtype=torch.float64, device=device)  # (h,)
+    i = torch.arange(k_len - q_len, k_len, dtype=torch.float64, device=device)  # (q,)
+    j = torch.arange(k_len, dtype=torch.float64, device=device)  # (k,)
+    distance = i[:, None] - j[None, :]  # (q, k), i - j
+    if causal:
+        bias = -slopes[:, None, None] * distance  # (h, q, k)
+        bias = bias.masked_fill(distance < 0, float("-inf"))
+    else:
+        bias = -slopes[:, None, None] * distance.abs()
+    return bias.to(dtype)
+
+
+def alibi_key_bias(
+    n_heads: int, k_len: int, *, dtype: torch.dtype = torch.float32, device: torch.device | str | None = None
+) -> torch.Tensor:
+    """The reference implementation's shortcut: a bias ``m_h * j`` that depends only on the key.
+
+    Under a causal mask, ``m_h * j`` and ``-m_h * (i - j)`` differ by ``m_h * i``, a constant
+    along each softmax row, so both give the same attention weights. Without a causal mask
+    they do not (chapter 7 shows the difference).
+
+    Returns:
+        tensor of shape ``(n_heads, 1, k_len)``.
+    """
+    k_len = v.positive_int("k_len", k_len)
+    slopes = alibi_slopes(n_heads, dtype=torch.float64, device=device)  # (h,)
+    j = torch.arange(k_len, dtype=torch.float64, device=device)  # (k,)
+    return (slopes[:, None, None] * j[None, None, :]).to(dtype)

@@ -1,0 +1,227 @@
+"""Measurements the chapters make on positional encodings.
+
+* similarity of encodings across positions (cosine-similarity matrices, similarity by offset);
+* how distinguishable positions stay for a base and length (nearest-neighbour margins);
+* the RoPE score as a function of relative distance, and RoFormer's decay bound;
+* the four-term decomposition of an attention score when position is added to content.
+
+All computations are in float64. Notation: n = positions, d = width, s = sequence.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+
+from . import _validation as v
+from .rope import rope_angles
+from .sinusoidal import frequencies
+
+
+def cosine_similarity_matrix(table: torch.Tensor) -> torch.Tensor:
+    """Cosine similarity between every pair of rows.
+
+    Args:
+        table: ``(n, d)`` encodings (rows with zero norm are rejected).
+
+    Returns:
+        float64 tensor ``(n, n)`` with ones on the diagonal.
+    """
+    v.tensor("table", table, min_dim=2, floating=True)
+    if table.dim() != 2:
+        raise ValueError(f"table must have shape (n, d), got {tuple(table.shape)}")
+    t = table.detach().to(torch.float64)
+    norms = t.norm(dim=-1, keepdim=True)  # (n, 1)
+    if bool((norms == 0).any()):
+        raise ValueError("table has a row of zeros, whose cosine similarity is undefined")
+    u = t / norms
+    return u @ u.T
+
+
+def similarity_by_offset(table: torch.Tensor, max_offset: int | None = None) -> torch.Tensor:
+    """Mean cosine similarity between rows p and p + k, for k = 0 .. max_offset.
+
+    For a sinusoidal table this is the same for every p (see :func:`sinusoidal_similarity`);
+    for a learned table it is the average over the available pairs.
+
+    Args:
+        table: ``(n, d)``.
+        max_offset: largest k (default n - 1).
+
+    Returns:
+        float64 tensor ``(max_offset + 1,)``.
+    """
+    sim = cosine_similarity_matrix(table)  # (n, n)
+    n = sim.shape[0]
+    max_offset = n - 1 if max_offset is None else v.non_negative_int("max_offset", max_offset)
+    if max_offset >= n:
+        raise ValueError(f"max_offset must be < the number of rows n={n}, got {max_offset}")
+    return torch.stack([torch.diagonal(sim, offset=k).mean() for k in range(max_offset + 1)])
+
+
+def sinusoidal_similarity(
+    offsets: torch.Tensor | list | int, d_model: int, *, base: float = 10000.0
+) -> torch.Tensor:
+    """Cosine similarity of PE(p) and PE(p + k), which depends only on k.
+
+    PE(p) . PE(p+k) = sum_i [sin(w_i p) sin(w_i (p+k)) + cos(w_i p) cos(w_i (p+k))]
+                    = sum_i cos(w_i k),
+    and |PE(p)|^2 = d_model / 2, so the similarity is mean_i cos(w_i k).
+
+    Args:
+        offsets: any shape ``K`` of offsets k.
+        d_model, base: as in :func:`posenc_core.frequencies`.
+
+    Returns:
+        float64 tensor of shape ``K``.
+    """
+    k = v.as_positions("offsets", offsets)
+    omega = frequencies(d_model, base=base).to(k.device)  # (d/2,)
+    return torch.cos(k.unsqueeze(-1) * omega).mean(-1)
+
+
+def first_rise(curve: torch.Tensor) -> int | None:
+    """Index of the first step where a similarity-versus-offset curve goes up, or None.
+
+    A curve that only ever falls ("closer positions are always more similar") returns None.
+    """
+    v.tensor("curve", curve, min_dim=1)
+    diffs = torch.diff(curve.to(torch.float64))
+    ups = torch.nonzero(diffs > 1e-12)
+    return None if ups.numel() == 0 else int(ups[0, 0]) + 1
+
+
+def nearest_neighbour_margin(table: torch.Tensor) -> dict[str, Any]:
+    """How distinguishable the rows of a table are.
+
+    For each position p, the Euclidean distance to the nearest other row, and the largest
+    cosine similarity to any other row.
+
+    Args:
+        table: ``(n, d)``, n >= 2.
+
+    Returns:
+        dict with ``min_distance`` (float, smallest over p), ``nearest_distance`` (float64
+        ``(n,)``), ``max_similarity`` (float, largest off-diagonal cosine similarity),
+        ``argmax_pair`` ((p, q) achieving it) and ``all_distinct`` (no two rows equal).
+    """
+    v.tensor("table", table, min_dim=2, floating=True)
+    if table.dim() != 2 or table.shape[0] < 2:
+        raise ValueError(f"table must have shape (n, d) with n >= 2, got {tuple(table.shape)}")
+    t = table.detach().to(torch.float64)
+    dist = torch.cdist(t, t)  # (n, n)
+    dist.fill_diagonal_(float("inf"))
+    nearest = dist.min(dim=1).values  # (n,)
+    sim = cosine_similarity_matrix(t)
+    sim.fill_diagonal_(-float("inf"))
+    flat = int(torch.argmax(sim))
+    n = t.shape[0]
+    return {
+        "min_distance": float(nearest.min()),
+        "nearest_distance": nearest,
+        "max_similarity": float(sim.flatten()[flat]),
+        "argmax_pair": (flat // n, flat % n),
+        "all_distinct": bool(nearest.min() > 0),
+    }
+
+
+def rope_score_vs_distance(
+    distances: torch.Tensor | list | int,
+    head_dim: int,
+    *,
+    base: float = 10000.0,
+    scaling: Mapping[str, Any] | None = None,
+    q: torch.Tensor | None = None,
+    k: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """The RoPE score <R_m q, R_n k> / head_dim as a function of the distance n - m.
+
+    With the default q = k = all ones (the case RoFormer's decay argument considers) each
+    pair contributes 2 cos(theta_i * distance), so the curve is mean_i cos(theta_i * distance):
+    1 at distance 0, and on average smaller as the distance grows, though not monotonically.
+    Any (q, k) may be given instead (interleaved pairs), e.g. to see that random vectors show
+    no systematic decay (Barbero et al. 2024).
+
+    Args:
+        distances: any shape ``K`` of relative distances n - m.
+        head_dim, base, scaling: as in :func:`posenc_core.rope_frequencies`.
+        q, k: optional ``(head_dim,)`` vectors, paired as (2i, 2i+1).
+
+    Returns:
+        float64 tensor of shape ``K``.
+    """
+    d = v.even_int("head_dim", head_dim)
+    angles = rope_angles(distances, d, base=base, scaling=scaling)  # K + (d/2,)
+    if q is None and k is None:
+        return torch.cos(angles).mean(-1)
+    q = torch.ones(d, dtype=torch.float64) if q is None else q
+    k = torch.ones(d, dtype=torch.float64) if k is None else k
+    for name, t in (("q", q), ("k", k)):
+        v.tensor(name, t, min_dim=1, floating=True)
+        if t.shape != (d,):
+            raise ValueError(f"{name} must have shape (head_dim,) = ({d},), got {tuple(t.shape)}")
+    q2 = q.detach().to(torch.float64).view(d // 2, 2).to(angles.device)
+    k2 = k.detach().to(torch.float64).view(d // 2, 2).to(angles.device)
+    # <q_i, R(a) k_i> = cos(a)(q0 k0 + q1 k1) + sin(a)(q0 (-k1) + q1 k0)
+    dot = (q2 * k2).sum(-1)  # (d/2,)
+    cross = q2[:, 1] * k2[:, 0] - q2[:, 0] * k2[:, 1]  # (d/2,)
+    return (torch.cos(angles) * dot + torch.sin(angles) * cross).sum(-1) / d
+
+
+def rope_decay_bound(
+    distances: torch.Tensor | list | int, head_dim: int, *, base: float = 10000.0
+) -> torch.Tensor:
+    """RoFormer's upper bound on the relative score, (1/(d/2)) sum_j |S_j| (Su et al. 2021, Eq. 37).
+
+    S_j = sum_{i<j} exp(1j * distance * theta_i), j = 1 .. d/2. By Abel summation
+    |sum_i h_i e^{i m theta_i}| <= (max_i |h_{i+1} - h_i|) * sum_j |S_j|; the paper plots
+    the mean of |S_j|, which decays with distance.
+
+    Returns:
+        float64 tensor of the shape of ``distances``.
+    """
+    angles = rope_angles(distances, head_dim, base=base)  # K + (d/2,)
+    partial = torch.cumsum(torch.polar(torch.ones_like(angles), angles), dim=-1)  # S_1 .. S_{d/2}
+    return partial.abs().mean(-1)
+
+
+def score_decomposition(
+    content: torch.Tensor, position: torch.Tensor, w_q: torch.Tensor, w_k: torch.Tensor
+) -> dict[str, torch.Tensor]:
+    """Split the attention score of (content + position) into four terms.
+
+    With x_i = e_i + p_i and A = W_q W_k^T / sqrt(d_h),
+    x_i A x_j^T = e_i A e_j^T + e_i A p_j^T + p_i A e_j^T + p_i A p_j^T.
+
+    Args:
+        content: ``(s, d)`` token embeddings e.
+        position: ``(s, d)`` position encodings p.
+        w_q, w_k: ``(d, d_h)`` projections.
+
+    Returns:
+        dict of float64 ``(s, s)`` tensors: ``content_content``, ``content_position``,
+        ``position_content``, ``position_position`` and their sum ``total``.
+    """
+    for name, t in (("content", content), ("position", position), ("w_q", w_q), ("w_k", w_k)):
+        v.tensor(name, t, min_dim=2, floating=True)
+        if t.dim() != 2:
+            raise ValueError(f"{name} must be 2-D, got shape {tuple(t.shape)}")
+    if content.shape != position.shape:
+        raise ValueError(f"content and position must have the same shape, got {tuple(content.shape)} and {tuple(position.shape)}")
+    if w_q.shape != w_k.shape or w_q.shape[0] != content.shape[1]:
+        raise ValueError(
+            f"w_q and w_k must both have shape (d={content.shape[1]}, d_h), got {tuple(w_q.shape)} and {tuple(w_k.shape)}"
+        )
+    e, p = content.detach().double(), position.detach().double()
+    a = w_q.detach().double() @ w_k.detach().double().T / math.sqrt(w_q.shape[1])  # (d, d)
+    terms = {
+        "content_content": e @ a @ e.T,
+        "content_position": e @ a @ p.T,
+        "position_content": p @ a @ e.T,
+        "position_position": p @ a @ p.T,
+    }
+    terms["total"] = sum(terms.values())  # type: ignore[assignment]
+    return terms

@@ -1,0 +1,89 @@
+"""Learned absolute position embeddings (BERT, Devlin et al. 2019; GPT-2).
+
+A trainable table P of shape (max_len, d_model); position p reads row P[p]. The table has
+no row for p >= max_len, so, unlike a formula, it cannot produce an encoding for a longer
+sequence: asking for one raises a ``ValueError`` that says so, instead of torch's bare
+``IndexError``.
+
+Notation for tensor shapes: b = batch, s = sequence, d = d_model.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from . import _validation as v
+
+
+class LearnedPositionalEmbedding(nn.Module):
+    """Adds a learned row per position to token embeddings.
+
+    Args:
+        max_len: number of rows (positions 0 .. max_len - 1), e.g. 512 in BERT.
+        d_model: width of each row.
+        init_std: standard deviation of the normal initialisation (0.02, as in BERT).
+    """
+
+    def __init__(self, max_len: int, d_model: int, *, init_std: float = 0.02) -> None:
+        super().__init__()
+        self.max_len = v.positive_int("max_len", max_len)
+        self.d_model = v.positive_int("d_model", d_model)
+        init_std = v.real_number("init_std", init_std)
+        if init_std < 0:
+            raise ValueError(f"init_std must be >= 0, got {init_std}")
+        self.weight = nn.Parameter(torch.empty(self.max_len, self.d_model))  # (max_len, d)
+        nn.init.normal_(self.weight, std=init_std)
+
+    def _check_range(self, last: int, what: str) -> None:
+        if last >= self.max_len:
+            raise ValueError(
+                f"{what} needs position {last}, but this learned table has rows only for positions "
+                f"0..{self.max_len - 1} (max_len={self.max_len}). A learned table has no row for a "
+                f"position it was never given; use a longer table (and train it) or a formula-based "
+                f"encoding such as sinusoidal or RoPE."
+            )
+
+    def forward(
+        self, x: torch.Tensor, offset: int = 0, positions: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """Return ``x + P[positions]``.
+
+        Args:
+            x: ``(b, s, d)`` or ``(s, d)`` floating tensor.
+            offset: position of the first token when ``positions`` is not given.
+            positions: optional integer position ids, shape ``(s,)`` or ``(b, s)``
+                (e.g. to restart numbering after left padding).
+
+        Returns:
+            tensor with the shape and dtype of ``x``.
+        """
+        v.tensor("x", x, min_dim=2, floating=True)
+        if x.shape[-1] != self.d_model:
+            raise ValueError(
+                f"x must have last dimension d_model={self.d_model}, got shape {tuple(x.shape)}"
+            )
+        seq = x.shape[-2]
+        if positions is None:
+            offset = v.non_negative_int("offset", offset)
+            if seq:
+                self._check_range(offset + seq - 1, f"a sequence of length {seq} at offset {offset}")
+            rows = self.weight[offset : offset + seq]  # (s, d)
+        else:
+            v.tensor("positions", positions)
+            if positions.dtype.is_floating_point or positions.is_complex() or positions.dtype == torch.bool:
+                raise TypeError(f"positions must be an integer tensor, got dtype {positions.dtype}")
+            if positions.shape[-1] != seq or positions.dim() > 2:
+                raise ValueError(
+                    f"positions must have shape (s,) or (b, s) with s={seq}, got {tuple(positions.shape)}"
+                )
+            if positions.numel():
+                lo, hi = int(positions.min()), int(positions.max())
+                if lo < 0:
+                    raise ValueError(f"positions must be >= 0, got {lo}")
+                self._check_range(hi, "positions")
+            rows = self.weight[positions.to(self.weight.device)]  # positions.shape + (d,)
+        return x + rows.to(device=x.device, dtype=x.dtype)
+
+    def extra_repr(self) -> str:
+        return f"max_len={self.max_len}, d_model={self.d_model}"

@@ -1,0 +1,559 @@
+"""Rotary position embedding, RoPE (Su et al. 2021, "RoFormer", Eq. 13-16 and 34).
+
+Query and key vectors are split into head_dim/2 pairs; pair i at position m is rotated by
+the angle m * theta_i with theta_i = base ** (-2i / head_dim). Because rotations compose,
+the score <R_m q, R_n k> = <q, R_{n-m} k> depends on the positions only through n - m.
+
+Two layouts are in use and both are supported:
+
+* ``"half"``: pair i is (x[i], x[i + head_dim/2]); cos/sin are ``cat(freqs, freqs)``. This is
+  Hugging Face's ``rotate_half`` / ``apply_rotary_pos_emb`` (modeling_llama.py).
+* ``"interleaved"``: pair i is (x[2i], x[2i+1]); each frequency repeats on dims 2i, 2i+1.
+  This is RoFormer's formulation and Meta's Llama code (complex multiplication with
+  ``freqs_cis``), and torchtune's.
+
+Context-extension ``scaling`` accepts the dictionaries found in Hugging Face configs
+(``rope_scaling`` / ``rope_parameters``) with ``rope_type`` (or the legacy ``type``) one of
+``linear`` (position interpolation, Chen et al. 2023), ``dynamic`` (dynamic NTK),
+``yarn`` (Peng et al. 2023), ``llama3`` (Llama 3.1), and also ``ntk`` (NTK-aware base
+scaling, base * factor**(d/(d-2)), "bloc97" 2023). Each is checked against
+``transformers.modeling_rope_utils`` in ``tests/test_rope_reference.py``.
+
+Precision: frequencies and angles are computed in float64 and rounded once, so tables stay
+within float32 rounding of the exact value at any position up to 2**20 and beyond, and
+bfloat16/float16 requests get the correctly rounded value. (Building positions or angles in
+bf16 makes cos/sin wrong by O(1) past a few thousand positions; in all-fp32 arithmetic the
+error reaches about 1e-2 at position 131072.)
+
+Notation for tensor shapes: b = batch, h = heads, s = sequence, d = head_dim, P = any
+shape of positions.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+from torch import nn
+
+from . import _validation as v
+
+LAYOUTS = ("half", "interleaved")
+ROPE_TYPES = ("default", "linear", "ntk", "dynamic", "yarn", "llama3")
+
+# Target number of elements per chunk in apply_rope's fused path: small enough that the
+# intermediate reads and writes of one chunk stay in cache, large enough that the Python
+# loop costs little (measured in benchmarks/rope_benchmark.py).
+_CHUNK_ELEMENTS = 1 << 20
+
+
+# --------------------------------------------------------------------------- scaling
+
+
+def parse_scaling(scaling: Mapping[str, Any] | None, *, base: float = 10000.0) -> dict[str, Any]:
+    """Normalise a scaling dictionary and fill in defaults.
+
+    Accepts Hugging Face's key names: ``rope_type`` or legacy ``type`` (and ``"su"`` is
+    not supported); ``factor``; ``original_max_position_embeddings``; yarn's ``beta_fast``
+    (default 32), ``beta_slow`` (1), ``attention_factor``, ``mscale``, ``mscale_all_dim``,
+    ``truncate`` (True); llama3's ``low_freq_factor`` and ``high_freq_factor``. A
+    ``rope_theta`` entry must agree with ``base``.
+
+    Returns:
+        a new dict with ``rope_type`` and every parameter that type uses.
+    """
+    if scaling is None:
+        return {"rope_type": "default"}
+    if not isinstance(scaling, Mapping):
+        raise TypeError(f"scaling must be None or a dict like a Hugging Face rope_scaling, got {type(scaling).__name__}")
+    rope_type = scaling.get("rope_type", scaling.get("type", "default"))
+    v.choice("scaling['rope_type']", rope_type, ROPE_TYPES)
+    if "rope_theta" in scaling:
+        theta = v.base_value(scaling["rope_theta"], "scaling['rope_theta']")
+        if theta != base:
+            raise ValueError(
+                f"scaling['rope_theta']={theta:g} disagrees with base={base:g}; pass base={theta:g}"
+            )
+    prf = scaling.get("partial_rotary_factor", 1.0)
+    if prf is not None and float(prf) != 1.0:
+        raise ValueError(f"scaling['partial_rotary_factor'] must be 1.0 (partial rotary is not supported), got {prf}")
+    out: dict[str, Any] = {"rope_type": rope_type}
+    if rope_type == "default":
+        return out
+
+    def need(key: str) -> Any:
+        if scaling.get(key) is None:
+            raise ValueError(f"scaling of rope_type {rope_type!r} needs the key {key!r}; got keys {sorted(scaling)}")
+        return scaling[key]
+
+    out["factor"] = v.factor_value("scaling['factor']", need("factor"))
+    if rope_type in ("dynamic", "yarn", "llama3"):
+        out["original_max_position_embeddings"] = v.positive_int(
+            "scaling['original_max_position_embeddings']", need("original_max_position_embeddings")
+        )
+    if rope_type == "yarn":
+        out["beta_fast"] = v.real_number("scaling['beta_fast']", scaling.get("beta_fast") or 32.0)
+        out["beta_slow"] = v.real_number("scaling['beta_slow']", scaling.get("beta_slow") or 1.0)
+        if not out["beta_fast"] > out["beta_slow"] > 0:
+            raise ValueError(
+                f"scaling needs beta_fast > beta_slow > 0, got beta_fast={out['beta_fast']}, beta_slow={out['beta_slow']}"
+            )
+        out["truncate"] = bool(scaling.get("truncate", True))
+        af = scaling.get("attention_factor")
+        mscale, mscale_all_dim = scaling.get("mscale"), scaling.get("mscale_all_dim")
+        if af is None:
+            if mscale and mscale_all_dim:
+                af = _yarn_mscale(out["factor"], mscale) / _yarn_mscale(out["factor"], mscale_all_dim)
+            else:
+                af = _yarn_mscale(out["factor"])
+        out["attention_factor"] = v.real_number("scaling['attention_factor']", af)
+    if rope_type == "llama3":
+        low = v.real_number("scaling['low_freq_factor']", need("low_freq_factor"))
+        high = v.real_number("scaling['high_freq_factor']", need("high_freq_factor"))
+        if not high > low > 0:
+            raise ValueError(
+                f"scaling needs high_freq_factor > low_freq_factor > 0, got low={low}, high={high}"
+            )
+        out["low_freq_factor"], out["high_freq_factor"] = low, high
+    return out
+
+
+def _yarn_mscale(factor: float, mscale: float = 1.0) -> float:
+    """YaRN's attention temperature sqrt(1/t) = 0.1 * ln(s) + 1 (Peng et al. 2023, Eq. 22)."""
+    return 1.0 if factor <= 1 else 0.1 * mscale * math.log(factor) + 1.0
+
+
+def rope_attention_factor(scaling: Mapping[str, Any] | None) -> float:
+    """The factor by which a scaling method multiplies cos and sin (so scores scale by its square).
+
+    1.0 for every method except YaRN, where it is ``0.1 * ln(factor) + 1`` unless the
+    dictionary gives ``attention_factor`` (or ``mscale`` / ``mscale_all_dim``).
+    """
+    return float(parse_scaling(scaling, base=_base_of(scaling)).get("attention_factor", 1.0))
+
+
+def _base_of(scaling: Mapping[str, Any] | None) -> float:
+    if isinstance(scaling, Mapping) and "rope_theta" in scaling:
+        return v.base_value(scaling["rope_theta"], "scaling['rope_theta']")
+    return 10000.0
+
+
+def rope_frequencies(
+    head_dim: int,
+    *,
+    base: float = 10000.0,
+    scaling: Mapping[str, Any] | None = None,
+    seq_len: int | None = None,
+) -> torch.Tensor:
+    """Inverse frequencies theta_i, i = 0 .. head_dim/2 - 1, after optional scaling.
+
+    Default: theta_i = base**(-2i/head_dim). With ``scaling``:
+
+    * ``linear``: theta_i / factor (position interpolation, Chen et al. 2023).
+    * ``ntk``: base replaced by base * factor**(d/(d-2)) (NTK-aware scaling).
+    * ``dynamic``: base replaced by base * (factor*L/L0 - (factor-1))**(d/(d-2)) with
+      L = max(seq_len, L0), L0 = original_max_position_embeddings (Hugging Face's dynamic NTK).
+    * ``yarn``: per-frequency blend of theta_i and theta_i/factor with a linear ramp between
+      the dims that make beta_fast and beta_slow rotations over L0 (Peng et al. 2023, Eq. 18-20).
+    * ``llama3``: wavelengths shorter than L0/high_freq_factor kept, longer than
+      L0/low_freq_factor divided by factor, smoothly interpolated between (Llama 3.1).
+
+    Args:
+        head_dim: per-head width, positive and even.
+        base: rope_theta, finite and > 1.
+        scaling: None or a dict (see :func:`parse_scaling`).
+        seq_len: current sequence length, used only by ``dynamic`` (default: L0, no change).
+
+    Returns:
+        float64 tensor of shape ``(head_dim // 2,)``.
+    """
+    d = v.even_int("head_dim", head_dim)
+    base = v.base_value(base)
+    cfg = parse_scaling(scaling, base=base)
+    kind = cfg["rope_type"]
+    if kind == "ntk":
+        if d == 2:
+            raise ValueError("head_dim must be > 2 for ntk scaling (the exponent is d/(d-2)), got 2")
+        base = base * cfg["factor"] ** (d / (d - 2))
+    elif kind == "dynamic":
+        if d == 2:
+            raise ValueError("head_dim must be > 2 for dynamic scaling (the exponent is d/(d-2)), got 2")
+        l0 = cfg["original_max_position_embeddings"]
+        length = l0 if seq_len is None else max(v.positive_int("seq_len", seq_len), l0)
+        base = base * (cfg["factor"] * length / l0 - (cfg["factor"] - 1)) ** (d / (d - 2))
+    two_i = torch.arange(0, d, 2, dtype=torch.float64)  # (d/2,)
+    inv_freq = torch.pow(torch.tensor(base, dtype=torch.float64), -two_i / d)  # (d/2,)
+    factor = cfg.get("factor", 1.0)
+    if kind == "linear":
+        inv_freq = inv_freq / factor
+    elif kind == "yarn":
+        l0 = cfg["original_max_position_embeddings"]
+
+        def correction_dim(n_rotations: float) -> float:
+            # the (fractional) dimension index whose wavelength makes n_rotations turns over l0
+            return d * math.log(l0 / (n_rotations * 2 * math.pi)) / (2 * math.log(base))
+
+        low, high = correction_dim(cfg["beta_fast"]), correction_dim(cfg["beta_slow"])
+        if cfg["truncate"]:
+            low, high = math.floor(low), math.ceil(high)
+        low, high = max(low, 0), min(high, d - 1)
+        if low == high:
+            high += 0.001  # avoid a zero-width ramp
+        ramp = ((torch.arange(d // 2, dtype=torch.float64) - low) / (high - low)).clamp(0, 1)
+        keep = 1 - ramp  # 1: extrapolate (keep theta_i), 0: interpolate (theta_i / factor)
+        inv_freq = inv_freq / factor * (1 - keep) + inv_freq * keep
+    elif kind == "llama3":
+        l0 = cfg["original_max_position_embeddings"]
+        low_wavelen = l0 / cfg["low_freq_factor"]
+        high_wavelen = l0 / cfg["high_freq_factor"]
+        wavelen = 2 * math.pi / inv_freq
+        smooth = (l0 / wavelen - cfg["low_freq_factor"]) / (cfg["high_freq_factor"] - cfg["low_freq_factor"])
+        smoothed = (1 - smooth) * inv_freq / factor + smooth * inv_freq
+        inv_freq = torch.where(
+            wavelen < high_wavelen, inv_freq, torch.where(wavelen > low_wavelen, inv_freq / factor, smoothed)
+        )
+    return inv_freq
+
+
+def rope_angles(
+    positions: torch.Tensor | int | float | list,
+    head_dim: int,
+    *,
+    base: float = 10000.0,
+    scaling: Mapping[str, Any] | None = None,
+    seq_len: int | None = None,
+) -> torch.Tensor:
+    """Rotation angles m * theta_i in float64.
+
+    Args:
+        positions: finite real positions, any shape ``P`` (integers are exact up to 2**53).
+        head_dim, base, scaling: as in :func:`rope_frequencies`.
+        seq_len: for ``dynamic`` scaling; defaults to max(positions) + 1, as Hugging Face does.
+
+    Returns:
+        float64 tensor of shape ``P + (head_dim // 2,)``, on the device of ``positions``.
+    """
+    pos = v.as_positions("positions", positions)  # P, float64
+    cfg = parse_scaling(scaling, base=v.base_value(base))
+    if cfg["rope_type"] == "dynamic" and seq_len is None and pos.numel():
+        seq_len = max(int(math.floor(pos.max().item())) + 1, 1)
+    inv_freq = rope_frequencies(head_dim, base=base, scaling=scaling, seq_len=seq_len)
+    return pos.unsqueeze(-1) * inv_freq.to(pos.device)  # P + (d/2,)
+
+
+def rope_cos_sin(
+    positions: torch.Tensor | int | float | list,
+    head_dim: int,
+    *,
+    base: float = 10000.0,
+    scaling: Mapping[str, Any] | None = None,
+    layout: str = "half",
+    dtype: torch.dtype = torch.float32,
+    seq_len: int | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos and sin tables for :func:`apply_rope`, computed in float64 and rounded once.
+
+    With ``layout="half"`` they equal Hugging Face's ``cat(freqs, freqs)`` tables; with
+    ``"interleaved"`` each frequency is repeated on dims (2i, 2i+1). For YaRN both are
+    multiplied by the attention factor (:func:`rope_attention_factor`), as Hugging Face does.
+
+    Args:
+        positions: any shape ``P``; a 1-D ``arange(s)`` is the usual case.
+        head_dim, base, scaling, seq_len: as in :func:`rope_angles`.
+        layout: ``"half"`` or ``"interleaved"``.
+        dtype: floating dtype of the tables.
+
+    Returns:
+        ``(cos, sin)``, each of shape ``P + (head_dim,)``, on the device of ``positions``.
+    """
+    v.choice("layout", layout, LAYOUTS)
+    dtype = v.float_dtype("dtype", dtype)
+    device = positions.device if isinstance(positions, torch.Tensor) else None
+    angles = rope_angles(positions, head_dim, base=base, scaling=scaling, seq_len=seq_len)  # P + (d/2,)
+    scale = parse_scaling(scaling, base=base).get("attention_factor", 1.0)
+    cos, sin = torch.cos(angles) * scale, torch.sin(angles) * scale
+    if layout == "half":
+        cos, sin = torch.cat((cos, cos), -1), torch.cat((sin, sin), -1)  # P + (d,)
+    else:
+        cos, sin = cos.repeat_interleave(2, -1), sin.repeat_interleave(2, -1)  # P + (d,)
+    return cos.to(device=device, dtype=dtype), sin.to(device=device, dtype=dtype)
+
+
+# --------------------------------------------------------------------------- applying
+
+
+def rotate_pairs(x: torch.Tensor, *, layout: str = "half") -> torch.Tensor:
+    """The 90-degree turn of every pair: (a, b) -> (-b, a).
+
+    For ``layout="half"`` this is Hugging Face's ``rotate_half``; for ``"interleaved"`` it
+    acts on (x[2i], x[2i+1]). ``apply_rope(x) == x * cos + rotate_pairs(x) * sin``.
+
+    Returns:
+        tensor of the shape of ``x``.
+    """
+    v.tensor("x", x, min_dim=1)
+    v.choice("layout", layout, LAYOUTS)
+    half = x.shape[-1] // 2
+    if layout == "half":
+        return torch.cat((-x[..., half:], x[..., :half]), -1)
+    pairs = x.unflatten(-1, (half, 2))  # (..., d/2, 2)
+    return torch.stack((-pairs[..., 1], pairs[..., 0]), -1).flatten(-2)
+
+
+def _check_apply_args(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str) -> None:
+    v.tensor("x", x, min_dim=2, floating=True)
+    v.tensor("cos", cos, min_dim=1, floating=True)
+    v.tensor("sin", sin, min_dim=1, floating=True)
+    v.choice("layout", layout, LAYOUTS)
+    d = x.shape[-1]
+    v.even_int("x.shape[-1] (head_dim)", d)
+    if cos.shape != sin.shape:
+        raise ValueError(f"cos and sin must have the same shape, got {tuple(cos.shape)} and {tuple(sin.shape)}")
+    if cos.shape[-1] != d:
+        raise ValueError(
+            f"cos and sin must have last dimension head_dim={d} (the last dimension of x), got shape {tuple(cos.shape)}"
+        )
+    try:
+        out_shape = torch.broadcast_shapes(x.shape, cos.shape)
+    except RuntimeError:
+        out_shape = None
+    if out_shape != x.shape:
+        raise ValueError(
+            f"cos and sin of shape {tuple(cos.shape)} must broadcast to x of shape {tuple(x.shape)} "
+            f"(..., seq, head_dim); for per-batch positions give them shape (b, 1, s, d)"
+        )
+    if cos.device != x.device or sin.device != x.device:
+        raise ValueError(f"cos, sin and x must be on one device, got {cos.device}, {sin.device} and {x.device}")
+
+
+def _halves(t: torch.Tensor, layout: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """Views of the first and second element of every pair."""
+    if layout == "half":
+        h = t.shape[-1] // 2
+        return t[..., :h], t[..., h:]
+    return t[..., 0::2], t[..., 1::2]
+
+
+def _rotate_into(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, out: torch.Tensor, layout: str) -> None:
+    """out = x * cos + rotate_pairs(x) * sin, written in three passes without temporaries."""
+    x1, x2 = _halves(x, layout)
+    o1, o2 = _halves(out, layout)
+    s1, s2 = _halves(sin, layout)
+    torch.mul(x, cos, out=out)
+    o1.addcmul_(x2, s1, value=-1)  # first of pair:  x1 cos - x2 sin
+    o2.addcmul_(x1, s2)  # second of pair: x2 cos + x1 sin
+
+
+def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, *, layout: str = "half") -> torch.Tensor:
+    """Rotate every pair of ``x`` by its angle: ``x * cos + rotate_pairs(x) * sin``.
+
+    Equal (within float rounding) to Hugging Face's ``q * cos + rotate_half(q) * sin`` for
+    ``layout="half"`` and to Meta's Llama ``apply_rotary_emb`` (complex multiplication) for
+    ``layout="interleaved"``. Out of place; the input is not modified.
+
+    Without autograd the work is done in cache-sized chunks with ``out=`` arithmetic, so
+    the only full passes over memory are one read of ``x`` and one write of the result
+    (see ``benchmarks/rope_benchmark.py``). bfloat16/float16 inputs are computed in float32
+    and rounded once, so the result is the correctly rounded rotation of the input.
+
+    Args:
+        x: ``(..., s, d)`` floating tensor, e.g. ``(b, h, s, d)``.
+        cos, sin: tables from :func:`rope_cos_sin` with the same ``layout``, shape ``(s, d)``
+            or anything that broadcasts to ``x`` (e.g. ``(b, 1, s, d)``).
+        layout: ``"half"`` or ``"interleaved"``.
+
+    Returns:
+        tensor of the shape, dtype and device of ``x``.
+    """
+    _check_apply_args(x, cos, sin, layout)
+    work = torch.float32 if x.dtype in v.LOW_PRECISION else x.dtype
+    cos, sin = cos.to(work), sin.to(work)
+    if torch.is_grad_enabled() and (x.requires_grad or cos.requires_grad or sin.requires_grad):
+        xw = x.to(work)
+        return (xw * cos + rotate_pairs(xw, layout=layout) * sin).to(x.dtype)
+    s, d = x.shape[-2], x.shape[-1]
+    table_is_shared = cos.dim() <= 2 or all(n == 1 for n in cos.shape[:-2])
+    if not table_is_shared:
+        out = torch.empty(x.shape, dtype=work, device=x.device)
+        _rotate_into(x.to(work), cos.expand(x.shape), sin.expand(x.shape), out, layout)
+        return out.to(x.dtype)
+    cos2 = cos.reshape(cos.shape[-2:]) if cos.dim() >= 2 else cos.reshape(1, d)  # (s or 1, d)
+    sin2 = sin.reshape(cos2.shape)
+    xs = x.reshape(-1, s, d)  # (n, s, d); a view when x is contiguous
+    out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    outs = out.view(-1, s, d)
+    n = xs.shape[0]
+    # chunk over the leading rows, and over the sequence too when one sequence is large
+    rows_per_chunk = max(1, _CHUNK_ELEMENTS // max(1, s * d))
+    seq_per_chunk = s if s * d <= _CHUNK_ELEMENTS else max(1, _CHUNK_ELEMENTS // d)
+    low = work != x.dtype
+    for r0 in range(0, n, rows_per_chunk):
+        for p0 in range(0, s, seq_per_chunk):
+            xb = xs[r0 : r0 + rows_per_chunk, p0 : p0 + seq_per_chunk]
+            ob = outs[r0 : r0 + rows_per_chunk, p0 : p0 + seq_per_chunk]
+            cb = cos2 if cos2.shape[0] == 1 else cos2[p0 : p0 + seq_per_chunk]
+            sb = sin2 if sin2.shape[0] == 1 else sin2[p0 : p0 + seq_per_chunk]
+            if low:
+                tmp = torch.empty(xb.shape, dtype=work, device=x.device)
+                _rotate_into(xb.to(work), cb, sb, tmp, layout)
+                ob.copy_(tmp)
+            else:
+                _rotate_into(xb, cb, sb, ob, layout)
+    return out
+
+
+# --------------------------------------------------------------------------- layouts
+
+
+def interleaved_to_half(head_dim: int) -> torch.Tensor:
+    """Index permutation from the interleaved to the half-split layout.
+
+    ``perm = [0, 2, 4, ..., d-2, 1, 3, ..., d-1]``: rotating ``x[..., perm]`` with
+    ``layout="half"`` equals ``(x rotated with layout="interleaved")[..., perm]``. Applied to
+    the output rows of W_q and W_k within each head (see :func:`permute_qk_weight`), it moves
+    weights from Meta's / RoFormer's convention to Hugging Face's, which is what Hugging
+    Face's Llama conversion script does.
+
+    Returns:
+        int64 tensor of shape ``(head_dim,)``.
+    """
+    d = v.even_int("head_dim", head_dim)
+    return torch.cat((torch.arange(0, d, 2), torch.arange(1, d, 2)))
+
+
+def half_to_interleaved(head_dim: int) -> torch.Tensor:
+    """The inverse permutation of :func:`interleaved_to_half`."""
+    return torch.argsort(interleaved_to_half(head_dim))
+
+
+def permute_qk_weight(weight: torch.Tensor, n_heads: int, *, to: str = "half") -> torch.Tensor:
+    """Reorder the output rows of a query or key projection so its heads use another layout.
+
+    Args:
+        weight: ``(n_heads * head_dim, d_model)`` as stored by ``nn.Linear``.
+        n_heads: number of heads the rows are split into.
+        to: ``"half"`` (interleaved -> half) or ``"interleaved"`` (half -> interleaved).
+
+    Returns:
+        tensor of the same shape with rows permuted within each head.
+    """
+    v.tensor("weight", weight, min_dim=1)
+    n_heads = v.positive_int("n_heads", n_heads)
+    v.choice("to", to, LAYOUTS)
+    rows = weight.shape[0]
+    if rows % n_heads:
+        raise ValueError(f"weight.shape[0]={rows} must be divisible by n_heads={n_heads}")
+    head_dim = v.even_int("head_dim (weight.shape[0] // n_heads)", rows // n_heads)
+    perm = interleaved_to_half(head_dim) if to == "half" else half_to_interleaved(head_dim)
+    per_head = weight.reshape(n_heads, head_dim, *weight.shape[1:])  # (h, d, ...)
+    return per_head[:, perm.to(weight.device)].reshape(weight.shape)
+
+
+# --------------------------------------------------------------------------- module
+
+
+class RotaryEmbedding(nn.Module):
+    """RoPE for query and key tensors, with a cache that grows with the sequence.
+
+    cos/sin rows for positions 0 .. n-1 are cached in float32 (float64 for float64 inputs)
+    and regrown to the next power of two when a larger position arrives, or rebuilt when the
+    inputs move to another device; the cache is not a buffer, so ``module.to(torch.bfloat16)``
+    cannot round it. Dynamic scaling depends on the sequence length, so it is recomputed
+    per call from max(positions) + 1 (as Hugging Face does); keys already in a KV cache keep
+    the rotation they were given, the pitfall discussed in chapter 7.
+
+    Args:
+        head_dim: per-head width, positive and even.
+        base: rope_theta.
+        scaling: None or a Hugging Face-style scaling dict (see :func:`parse_scaling`).
+        layout: ``"half"`` or ``"interleaved"``.
+    """
+
+    def __init__(
+        self,
+        head_dim: int,
+        *,
+        base: float = 10000.0,
+        scaling: Mapping[str, Any] | None = None,
+        layout: str = "half",
+    ) -> None:
+        super().__init__()
+        self.head_dim = v.even_int("head_dim", head_dim)
+        self.base = v.base_value(base)
+        self.scaling = parse_scaling(scaling, base=self.base)
+        self._scaling_arg = dict(scaling) if scaling is not None else None
+        self.layout = v.choice("layout", layout, LAYOUTS)
+        self.attention_factor = float(self.scaling.get("attention_factor", 1.0))
+        self._cos: torch.Tensor | None = None
+        self._sin: torch.Tensor | None = None
+
+    def cos_sin(self, positions: torch.Tensor, dtype: torch.dtype, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+        """Tables for ``positions`` (any shape P) -> two tensors of shape P + (head_dim,)."""
+        table_dtype = torch.float64 if dtype == torch.float64 else torch.float32
+        integral = not positions.is_floating_point() or bool((positions == positions.round()).all())
+        if self.scaling["rope_type"] == "dynamic" or not integral or positions.numel() == 0 or positions.min() < 0:
+            return rope_cos_sin(
+                positions.to(device), self.head_dim, base=self.base, scaling=self._scaling_arg,
+                layout=self.layout, dtype=table_dtype,
+            )
+        needed = int(positions.max().item()) + 1
+        cache = self._cos
+        if cache is None or cache.shape[0] < needed or cache.device != device or cache.dtype != table_dtype:
+            size = max(needed, cache.shape[0] if cache is not None else 0)
+            size = 1 << (size - 1).bit_length()  # next power of two
+            grid = torch.arange(size, device=device)
+            self._cos, self._sin = rope_cos_sin(
+                grid, self.head_dim, base=self.base, scaling=self._scaling_arg,
+                layout=self.layout, dtype=table_dtype,
+            )
+        idx = positions.to(device=device, dtype=torch.long)
+        assert self._cos is not None and self._sin is not None
+        return self._cos[idx], self._sin[idx]
+
+    def forward(
+        self,
+        q: torch.Tensor,
+        k: torch.Tensor,
+        positions: torch.Tensor | int | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Rotate queries and keys.
+
+        Args:
+            q: ``(..., s, head_dim)``, e.g. ``(b, h, s, d)``.
+            k: ``(..., s, head_dim)`` with the same sequence length as ``q``.
+            positions: None (positions 0 .. s-1), an int offset (positions offset .. offset+s-1,
+                for decoding after a KV cache), or a tensor of shape ``(s,)`` or ``(b, s)``.
+
+        Returns:
+            ``(q_rotated, k_rotated)`` with the shapes and dtypes of ``q`` and ``k``.
+        """
+        v.tensor("q", q, min_dim=2, floating=True)
+        v.tensor("k", k, min_dim=2, floating=True)
+        for name, t in (("q", q), ("k", k)):
+            if t.shape[-1] != self.head_dim:
+                raise ValueError(f"{name} must have last dimension head_dim={self.head_dim}, got shape {tuple(t.shape)}")
+        if q.shape[-2] != k.shape[-2]:
+            raise ValueError(
+                f"q and k must have the same sequence length, got {q.shape[-2]} and {k.shape[-2]}; "
+                f"rotate cached keys when they are first computed"
+            )
+        s = q.shape[-2]
+        if positions is None or isinstance(positions, int) and not isinstance(positions, bool):
+            offset = v.non_negative_int("positions (offset)", 0 if positions is None else positions)
+            pos = torch.arange(offset, offset + s, device=q.device)
+        else:
+            v.tensor("positions", positions, min_dim=1)
+            v.finite("positions", positions)
+            if positions.shape[-1] != s or positions.dim() > 2:
+                raise ValueError(f"positions must have shape (s,) or (b, s) with s={s}, got {tuple(positions.shape)}")
+            pos = positions
+        dtype = torch.promote_types(q.dtype, k.dtype)
+        cos, sin = self.cos_sin(pos, dtype, q.device)  # pos.shape + (d,)
+        if pos.dim() == 2 and q.dim() >= 4:  # (b, s, d) -> (b, 1, s, d): broadcast over heads
+            cos, sin = cos.unsqueeze(-3), sin.unsqueeze(-3)
+        return apply_rope(q, cos, sin, layout=self.layout), apply_rope(k, cos, sin, layout=self.layout)
+
+    def extra_repr(self) -> str:
+        return f"head_dim={self.head_dim}, base={self.base:g}, layout={self.layout!r}, scaling={self.scaling}"

@@ -1,0 +1,77 @@
+"""Rotations and the relative-position identity PE(p + k) = M_k PE(p).
+
+For one frequency omega, the pair (sin(omega p), cos(omega p)) is a point on the unit
+circle. By the angle-addition formulas
+
+    sin(omega (p+k)) =  cos(omega k) sin(omega p) + sin(omega k) cos(omega p)
+    cos(omega (p+k)) = -sin(omega k) sin(omega p) + cos(omega k) cos(omega p)
+
+so moving k positions multiplies the pair by a 2x2 matrix that depends on k, not on p.
+Stacking one block per frequency gives the block-diagonal ``M_k`` (the property Vaswani et
+al. 2017 cite as the reason for choosing sinusoids; derived in chapter 4).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from . import _validation as v
+from .sinusoidal import LAYOUTS, frequencies
+
+
+def rotation_matrix(theta: torch.Tensor | float) -> torch.Tensor:
+    """Counter-clockwise rotation [[cos t, -sin t], [sin t, cos t]] for each angle.
+
+    Args:
+        theta: angle(s) in radians, any shape ``T``.
+
+    Returns:
+        float64 tensor of shape ``T + (2, 2)``.
+    """
+    t = v.as_positions("theta", theta)
+    c, s = torch.cos(t), torch.sin(t)
+    return torch.stack((torch.stack((c, -s), -1), torch.stack((s, c), -1)), -2)
+
+
+def shift_matrix(
+    k: int | float,
+    d_model: int,
+    *,
+    base: float = 10000.0,
+    layout: str = "interleaved",
+    dtype: torch.dtype = torch.float32,
+) -> torch.Tensor:
+    """The matrix M_k with ``PE(p + k) = M_k @ PE(p)`` for every position p.
+
+    For the interleaved layout M_k is block diagonal with blocks
+    ``[[cos(omega_i k), sin(omega_i k)], [-sin(omega_i k), cos(omega_i k)]]`` acting on
+    (sin, cos) pairs, i.e. ``rotation_matrix(-omega_i * k)``. For the concat layout the same
+    coefficients sit on the diagonals of four (d/2 x d/2) blocks.
+
+    Args:
+        k: the shift in positions (any finite real number, negative allowed).
+        d_model: positive even width.
+        base: frequency base.
+        layout: ``"interleaved"`` or ``"concat"``, matching the table it acts on.
+        dtype: dtype of the result (built in float64, rounded once).
+
+    Returns:
+        tensor of shape ``(d_model, d_model)``.
+    """
+    k = v.real_number("k", k)
+    d_model = v.even_int("d_model", d_model)
+    v.choice("layout", layout, LAYOUTS)
+    dtype = v.float_dtype("dtype", dtype)
+    omega = frequencies(d_model, base=base)  # (d/2,)
+    c, s = torch.cos(omega * k), torch.sin(omega * k)  # (d/2,)
+    half = d_model // 2
+    m = torch.zeros(d_model, d_model, dtype=torch.float64)
+    if layout == "interleaved":
+        idx = torch.arange(half) * 2  # rows of the sin entries
+        m[idx, idx], m[idx, idx + 1] = c, s
+        m[idx + 1, idx], m[idx + 1, idx + 1] = -s, c
+    else:
+        idx = torch.arange(half)
+        m[idx, idx], m[idx, idx + half] = c, s
+        m[idx + half, idx], m[idx + half, idx + half] = -s, c
+    return m.to(dtype)

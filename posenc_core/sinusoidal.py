@@ -1,0 +1,188 @@
+"""Sinusoidal positional encoding (Vaswani et al. 2017, "Attention Is All You Need", Sec. 3.5).
+
+    PE(pos, 2i)   = sin(pos * omega_i)
+    PE(pos, 2i+1) = cos(pos * omega_i),      omega_i = base ** (-2i / d_model)
+
+Notation for tensor shapes: n = number of positions, d = d_model, b = batch, s = sequence.
+
+Angles are computed in float64 and rounded once to the requested dtype, so a float32 or
+bfloat16 table is the correctly rounded version of the exact table, even at positions in
+the millions. Checked in ``tests/test_sinusoidal.py`` against the paper's formula evaluated
+independently with Python's ``math`` module in double precision.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from . import _validation as v
+
+LAYOUTS = ("interleaved", "concat")
+
+
+def frequencies(d_model: int, *, base: float = 10000.0) -> torch.Tensor:
+    """Angular frequencies omega_i = base**(-2i/d_model), i = 0 .. d_model/2 - 1.
+
+    A geometric sequence from 1 rad/position (i = 0, whatever the base) down to
+    base**(-(d_model-2)/d_model).
+
+    Args:
+        d_model: model width, a positive even integer.
+        base: the constant in the denominator (10000 in the paper), finite and > 1.
+
+    Returns:
+        float64 tensor of shape ``(d_model // 2,)``.
+    """
+    d_model = v.even_int("d_model", d_model)
+    base = v.base_value(base)
+    two_i = torch.arange(0, d_model, 2, dtype=torch.float64)  # (d/2,)
+    return torch.pow(torch.tensor(base, dtype=torch.float64), -two_i / d_model)
+
+
+def wavelengths(d_model: int, *, base: float = 10000.0) -> torch.Tensor:
+    """Wavelengths 2*pi/omega_i in positions: from 2*pi up to 2*pi*base**((d_model-2)/d_model).
+
+    Returns:
+        float64 tensor of shape ``(d_model // 2,)``.
+    """
+    return 2 * math.pi / frequencies(d_model, base=base)
+
+
+def sinusoidal_encoding(
+    positions: torch.Tensor | int | float | list,
+    d_model: int,
+    *,
+    base: float = 10000.0,
+    layout: str = "interleaved",
+    dtype: torch.dtype = torch.float32,
+    device: torch.device | str | None = None,
+) -> torch.Tensor:
+    """Encodings for arbitrary (possibly fractional or negative) positions.
+
+    Args:
+        positions: any shape ``P`` of finite real positions.
+        d_model: positive even width.
+        base: frequency base, finite and > 1.
+        layout: ``"interleaved"`` (the paper: sin on even dims, cos on odd dims) or
+            ``"concat"`` (all sines, then all cosines, same frequencies).
+        dtype: floating dtype of the result; angles are always computed in float64.
+        device: device of the result (defaults to that of ``positions``, else CPU).
+
+    Returns:
+        tensor of shape ``P + (d_model,)``.
+    """
+    d_model = v.even_int("d_model", d_model)
+    base = v.base_value(base)
+    v.choice("layout", layout, LAYOUTS)
+    dtype = v.float_dtype("dtype", dtype)
+    if device is None and isinstance(positions, torch.Tensor):
+        device = positions.device
+    pos = v.as_positions("positions", positions)  # float64, P
+    omega = frequencies(d_model, base=base).to(pos.device)  # (d/2,)
+    angles = pos.unsqueeze(-1) * omega  # P + (d/2,), float64
+    sin, cos = torch.sin(angles), torch.cos(angles)
+    if layout == "interleaved":
+        table = torch.stack((sin, cos), dim=-1).flatten(-2)  # P + (d/2, 2) -> P + (d,)
+    else:
+        table = torch.cat((sin, cos), dim=-1)  # P + (d,)
+    return table.to(device=device, dtype=dtype)
+
+
+def sinusoidal_table(
+    n_positions: int,
+    d_model: int,
+    *,
+    base: float = 10000.0,
+    layout: str = "interleaved",
+    dtype: torch.dtype = torch.float32,
+    device: torch.device | str | None = None,
+) -> torch.Tensor:
+    """The table PE[pos, :] for pos = 0 .. n_positions - 1 (Vaswani et al. 2017, Sec. 3.5).
+
+    Args:
+        n_positions: number of rows, a positive integer.
+        d_model: positive even width.
+        base, layout, dtype, device: as in :func:`sinusoidal_encoding`.
+
+    Returns:
+        tensor of shape ``(n_positions, d_model)``, values in [-1, 1].
+    """
+    n_positions = v.positive_int("n_positions", n_positions)
+    positions = torch.arange(n_positions, dtype=torch.float64)  # (n,)
+    return sinusoidal_encoding(
+        positions, d_model, base=base, layout=layout, dtype=dtype, device=device
+    )
+
+
+class SinusoidalPositionalEncoding(nn.Module):
+    """Adds the sinusoidal table to token embeddings, as in the original Transformer.
+
+    The first ``max_len`` rows are precomputed into a non-persistent buffer (it follows the
+    module across devices but is not saved in ``state_dict``: it is a formula, not a weight).
+    Rows past ``max_len`` are computed from the formula on demand, since a fixed encoding has
+    a value for every position (whether the rest of a model copes with them is another
+    matter; see chapter 5).
+
+    Args:
+        d_model: positive even width.
+        max_len: number of rows to precompute.
+        base: frequency base.
+        layout: ``"interleaved"`` or ``"concat"``.
+        scale: multiply the input by this before adding (the paper multiplies embeddings by
+            sqrt(d_model); pass ``scale=d_model**0.5`` for that). Defaults to 1.
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        max_len: int,
+        *,
+        base: float = 10000.0,
+        layout: str = "interleaved",
+        scale: float = 1.0,
+    ) -> None:
+        super().__init__()
+        self.d_model = v.even_int("d_model", d_model)
+        self.max_len = v.positive_int("max_len", max_len)
+        self.base = v.base_value(base)
+        self.layout = v.choice("layout", layout, LAYOUTS)
+        self.scale = v.real_number("scale", scale)
+        table = sinusoidal_table(max_len, d_model, base=base, layout=layout)  # (max_len, d)
+        self.register_buffer("pe", table, persistent=False)
+
+    def _rows(self, start: int, stop: int, device: torch.device) -> torch.Tensor:
+        if stop <= self.max_len:
+            return self.pe[start:stop].to(device=device, dtype=torch.float32)
+        positions = torch.arange(start, stop, dtype=torch.float64)
+        return sinusoidal_encoding(
+            positions, self.d_model, base=self.base, layout=self.layout, device=device
+        )
+
+    def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        """Return ``scale * x + PE[offset : offset + s]``.
+
+        Args:
+            x: ``(b, s, d_model)`` (or ``(s, d_model)``) floating tensor.
+            offset: position of the first token (for example the length of a KV cache).
+
+        Returns:
+            tensor with the shape and dtype of ``x``. For bfloat16/float16 inputs the sum is
+            formed in float32 and rounded once.
+        """
+        v.tensor("x", x, min_dim=2, floating=True)
+        if x.shape[-1] != self.d_model:
+            raise ValueError(
+                f"x must have last dimension d_model={self.d_model}, got shape {tuple(x.shape)}"
+            )
+        offset = v.non_negative_int("offset", offset)
+        seq = x.shape[-2]
+        pe = self._rows(offset, offset + seq, x.device)  # (s, d), float32
+        work = torch.promote_types(x.dtype, torch.float32)
+        out = x.to(work) * self.scale + pe.to(work)
+        return out.to(x.dtype)
+
+    def extra_repr(self) -> str:
+        return f"d_model={self.d_model}, max_len={self.max_len}, base={self.base:g}, layout={self.layout!r}"

@@ -13,8 +13,9 @@ from collections.abc import Iterable
 
 import torch
 
+from ._numerics import LOW_PRECISION
+
 _FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
-LOW_PRECISION = (torch.float16, torch.bfloat16)
 
 
 def positive_int(name: str, value: object) -> int:
@@ -135,6 +136,8 @@ def as_positions(name: str, positions: object, device: torch.device | None = Non
     else:
         try:
             out = torch.as_tensor(positions, device=device)
+            if out.is_floating_point():  # Python floats: keep all 53 bits, not torch's default float32
+                out = torch.as_tensor(positions, dtype=torch.float64, device=device)
         except (TypeError, ValueError, RuntimeError) as err:
             raise TypeError(f"{name} must be a tensor, sequence or number of positions, got {positions!r}") from err
         if out.dtype == torch.bool or out.is_complex():

@@ -39,6 +39,7 @@ import torch
 from torch import nn
 
 from . import _validation as v
+from ._numerics import round_once
 
 LAYOUTS = ("half", "interleaved")
 ROPE_TYPES = ("default", "linear", "ntk", "dynamic", "yarn", "llama3")
@@ -47,6 +48,11 @@ ROPE_TYPES = ("default", "linear", "ntk", "dynamic", "yarn", "llama3")
 # intermediate reads and writes of one chunk stay in cache, large enough that the Python
 # loop costs little (measured in benchmarks/rope_benchmark.py).
 _CHUNK_ELEMENTS = 1 << 20
+
+# RotaryEmbedding caches rows 0 .. n-1 only while n stays below this; larger positions (a
+# decoding step at offset 10**9, say) are computed per call instead of allocating a table
+# with a row for every position before them.
+_CACHE_MAX_POSITIONS = 1 << 20
 
 
 # --------------------------------------------------------------------------- scaling
@@ -128,8 +134,9 @@ def _yarn_mscale(factor: float, mscale: float = 1.0) -> float:
 def rope_attention_factor(scaling: Mapping[str, Any] | None) -> float:
     """The factor by which a scaling method multiplies cos and sin (so scores scale by its square).
 
-    1.0 for every method except YaRN, where it is ``0.1 * ln(factor) + 1`` unless the
-    dictionary gives ``attention_factor`` (or ``mscale`` / ``mscale_all_dim``).
+    Returns:
+        1.0 for every method except YaRN, where it is ``0.1 * ln(factor) + 1`` unless the
+        dictionary gives ``attention_factor`` (or ``mscale`` / ``mscale_all_dim``).
     """
     return float(parse_scaling(scaling, base=_base_of(scaling)).get("attention_factor", 1.0))
 
@@ -274,11 +281,12 @@ def rope_cos_sin(
     angles = rope_angles(positions, head_dim, base=base, scaling=scaling, seq_len=seq_len)  # P + (d/2,)
     scale = parse_scaling(scaling, base=base).get("attention_factor", 1.0)
     cos, sin = torch.cos(angles) * scale, torch.sin(angles) * scale
+    cos, sin = round_once(cos, dtype), round_once(sin, dtype)
     if layout == "half":
         cos, sin = torch.cat((cos, cos), -1), torch.cat((sin, sin), -1)  # P + (d,)
     else:
         cos, sin = cos.repeat_interleave(2, -1), sin.repeat_interleave(2, -1)  # P + (d,)
-    return cos.to(device=device, dtype=dtype), sin.to(device=device, dtype=dtype)
+    return cos.to(device=device), sin.to(device=device)
 
 
 # --------------------------------------------------------------------------- applying
@@ -381,6 +389,8 @@ def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, *, layout:
         return out.to(x.dtype)
     cos2 = cos.reshape(cos.shape[-2:]) if cos.dim() >= 2 else cos.reshape(1, d)  # (s or 1, d)
     sin2 = sin.reshape(cos2.shape)
+    if x.numel() == 0:  # e.g. an empty sequence: nothing to rotate, and reshape(-1, 0, d) fails
+        return torch.empty(x.shape, dtype=x.dtype, device=x.device)
     xs = x.reshape(-1, s, d)  # (n, s, d); a view when x is contiguous
     out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     outs = out.view(-1, s, d)
@@ -424,7 +434,11 @@ def interleaved_to_half(head_dim: int) -> torch.Tensor:
 
 
 def half_to_interleaved(head_dim: int) -> torch.Tensor:
-    """The inverse permutation of :func:`interleaved_to_half`."""
+    """The inverse permutation of :func:`interleaved_to_half` (half-split -> interleaved).
+
+    Returns:
+        int64 tensor of shape ``(head_dim,)``.
+    """
     return torch.argsort(interleaved_to_half(head_dim))
 
 
@@ -458,11 +472,12 @@ class RotaryEmbedding(nn.Module):
     """RoPE for query and key tensors, with a cache that grows with the sequence.
 
     cos/sin rows for positions 0 .. n-1 are cached in float32 (float64 for float64 inputs)
-    and regrown to the next power of two when a larger position arrives, or rebuilt when the
-    inputs move to another device; the cache is not a buffer, so ``module.to(torch.bfloat16)``
-    cannot round it. Dynamic scaling depends on the sequence length, so it is recomputed
-    per call from max(positions) + 1 (as Hugging Face does); keys already in a KV cache keep
-    the rotation they were given, the pitfall discussed in chapter 7.
+    and regrown to the next power of two when a larger position arrives (positions of 2**20
+    and more are computed per call instead), or rebuilt when the inputs move to another
+    device; the cache is not a buffer, so ``module.to(torch.bfloat16)`` cannot round it.
+    Dynamic scaling depends on the sequence length, so it is recomputed per call from
+    max(positions) + 1 (as Hugging Face does); keys already in a KV cache keep the rotation
+    they were given, the pitfall discussed in chapter 7.
 
     Args:
         head_dim: per-head width, positive and even.
@@ -493,7 +508,10 @@ class RotaryEmbedding(nn.Module):
         """Tables for ``positions`` (any shape P) -> two tensors of shape P + (head_dim,)."""
         table_dtype = torch.float64 if dtype == torch.float64 else torch.float32
         integral = not positions.is_floating_point() or bool((positions == positions.round()).all())
-        if self.scaling["rope_type"] == "dynamic" or not integral or positions.numel() == 0 or positions.min() < 0:
+        if (
+            self.scaling["rope_type"] == "dynamic" or not integral or positions.numel() == 0
+            or positions.min() < 0 or positions.max() >= _CACHE_MAX_POSITIONS
+        ):
             return rope_cos_sin(
                 positions.to(device), self.head_dim, base=self.base, scaling=self._scaling_arg,
                 layout=self.layout, dtype=table_dtype,

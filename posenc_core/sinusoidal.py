@@ -19,6 +19,7 @@ import torch
 from torch import nn
 
 from . import _validation as v
+from ._numerics import round_once
 
 LAYOUTS = ("interleaved", "concat")
 
@@ -88,7 +89,7 @@ def sinusoidal_encoding(
         table = torch.stack((sin, cos), dim=-1).flatten(-2)  # P + (d/2, 2) -> P + (d,)
     else:
         table = torch.cat((sin, cos), dim=-1)  # P + (d,)
-    return table.to(device=device, dtype=dtype)
+    return round_once(table, dtype).to(device=device)
 
 
 def sinusoidal_table(
@@ -120,8 +121,10 @@ def sinusoidal_table(
 class SinusoidalPositionalEncoding(nn.Module):
     """Adds the sinusoidal table to token embeddings, as in the original Transformer.
 
-    The first ``max_len`` rows are precomputed into a non-persistent buffer (it follows the
-    module across devices but is not saved in ``state_dict``: it is a formula, not a weight).
+    The first ``max_len`` rows are precomputed in float64 into a non-persistent buffer (it
+    follows the module across devices but is not saved in ``state_dict``: it is a formula,
+    not a weight). If a cast such as ``module.half()`` lowers its precision, it is rebuilt in
+    float64 on the next call, so a low-precision model never gets a less accurate table.
     Rows past ``max_len`` are computed from the formula on demand, since a fixed encoding has
     a value for every position (whether the rest of a model copes with them is another
     matter; see chapter 5).
@@ -150,15 +153,21 @@ class SinusoidalPositionalEncoding(nn.Module):
         self.base = v.base_value(base)
         self.layout = v.choice("layout", layout, LAYOUTS)
         self.scale = v.real_number("scale", scale)
-        table = sinusoidal_table(max_len, d_model, base=base, layout=layout)  # (max_len, d)
-        self.register_buffer("pe", table, persistent=False)
+        table = sinusoidal_table(max_len, d_model, base=base, layout=layout, dtype=torch.float64)
+        self.register_buffer("pe", table, persistent=False)  # (max_len, d), float64
 
     def _rows(self, start: int, stop: int, device: torch.device) -> torch.Tensor:
+        """float64 rows for positions start .. stop-1 -> (stop - start, d)."""
         if stop <= self.max_len:
-            return self.pe[start:stop].to(device=device, dtype=torch.float32)
+            if self.pe.dtype != torch.float64:  # a cast lowered it: rebuild at full precision
+                self.pe = sinusoidal_table(
+                    self.max_len, self.d_model, base=self.base, layout=self.layout,
+                    dtype=torch.float64, device=self.pe.device,
+                )
+            return self.pe[start:stop].to(device)
         positions = torch.arange(start, stop, dtype=torch.float64)
         return sinusoidal_encoding(
-            positions, self.d_model, base=self.base, layout=self.layout, device=device
+            positions, self.d_model, base=self.base, layout=self.layout, dtype=torch.float64, device=device
         )
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
@@ -170,7 +179,7 @@ class SinusoidalPositionalEncoding(nn.Module):
 
         Returns:
             tensor with the shape and dtype of ``x``. For bfloat16/float16 inputs the sum is
-            formed in float32 and rounded once.
+            formed in float64 and rounded once (the correctly rounded result).
         """
         v.tensor("x", x, min_dim=2, floating=True)
         if x.shape[-1] != self.d_model:
@@ -179,10 +188,10 @@ class SinusoidalPositionalEncoding(nn.Module):
             )
         offset = v.non_negative_int("offset", offset)
         seq = x.shape[-2]
-        pe = self._rows(offset, offset + seq, x.device)  # (s, d), float32
-        work = torch.promote_types(x.dtype, torch.float32)
+        pe = self._rows(offset, offset + seq, x.device)  # (s, d), float64
+        work = torch.float64 if x.dtype in v.LOW_PRECISION else x.dtype
         out = x.to(work) * self.scale + pe.to(work)
-        return out.to(x.dtype)
+        return round_once(out, x.dtype)
 
     def extra_repr(self) -> str:
         return f"d_model={self.d_model}, max_len={self.max_len}, base={self.base:g}, layout={self.layout!r}"

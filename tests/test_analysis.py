@@ -1,0 +1,104 @@
+"""Measurements used by the chapters, each checked against a second, independent computation."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+import posenc_core as pc
+
+
+def test_sinusoidal_dot_product_depends_only_on_offset():
+    """PE(p) . PE(q) = sum_i cos(omega_i (p - q)): the similarity matrix is Toeplitz."""
+    table = pc.sinusoidal_table(300, 64, dtype=torch.float64)
+    sim = pc.cosine_similarity_matrix(table)
+    for k in (1, 7, 50, 299):
+        diag = torch.diagonal(sim, offset=k)
+        assert (diag - diag[0]).abs().max() < 1e-12
+    closed = pc.sinusoidal_similarity(torch.arange(300), 64)
+    torch.testing.assert_close(pc.similarity_by_offset(table), closed, rtol=0, atol=1e-12)
+    direct = np.array([np.mean(np.cos(k * 10000.0 ** (-np.arange(0, 64, 2) / 64))) for k in range(300)])
+    np.testing.assert_allclose(closed.numpy(), direct, rtol=0, atol=1e-12)
+
+
+def test_first_rise():
+    assert pc.first_rise(torch.tensor([1.0, 0.5, 0.2, 0.1])) is None
+    assert pc.first_rise(torch.tensor([1.0, 0.5, 0.6, 0.1])) == 2
+    # a single frequency of 1 rad: cos(k) first rises at k = 4 (cos 3 = -0.990 < cos 4 = -0.654)
+    assert pc.first_rise(pc.sinusoidal_similarity(torch.arange(10), 2)) == 4
+
+
+def test_nearest_neighbour_margin_on_a_small_table():
+    table = torch.tensor([[0.0, 1.0], [3.0, 1.0], [0.0, 2.0]])
+    out = pc.nearest_neighbour_margin(table)
+    assert out["min_distance"] == 1.0
+    assert out["nearest_distance"].tolist() == [1.0, math.sqrt(9 + 0), 1.0]
+    assert math.isclose(out["max_similarity"], 1.0)  # rows 0 and 2 point the same way
+    assert set(out["argmax_pair"]) == {0, 2}
+    assert out["all_distinct"]
+    assert not pc.nearest_neighbour_margin(torch.tensor([[1.0, 0.0], [1.0, 0.0]]))["all_distinct"]
+
+
+def test_rope_score_matches_rotating_ones():
+    d, base = 64, 10000.0
+    distances = torch.arange(0, 500)
+    curve = pc.rope_score_vs_distance(distances, d, base=base)
+    ones = torch.ones(1, d, dtype=torch.float64)
+    c0, s0 = pc.rope_cos_sin(torch.zeros(1), d, base=base, layout="interleaved", dtype=torch.float64)
+    c, s = pc.rope_cos_sin(distances, d, base=base, layout="interleaved", dtype=torch.float64)
+    q = pc.apply_rope(ones, c0, s0, layout="interleaved")  # query at position 0
+    k = pc.apply_rope(ones.expand(len(distances), d), c, s, layout="interleaved")  # keys at n
+    torch.testing.assert_close(curve, (k @ q.T).squeeze(1) / d, rtol=0, atol=1e-12)
+    assert curve[0].item() == 1.0
+
+
+def test_rope_score_with_given_vectors():
+    d = 16
+    q, k = torch.randn(d, dtype=torch.float64), torch.randn(d, dtype=torch.float64)
+    got = pc.rope_score_vs_distance(torch.tensor([0, 3, 40]), d, q=q, k=k)
+    for idx, n in enumerate([0, 3, 40]):
+        c, s = pc.rope_cos_sin(torch.tensor([n]), d, layout="interleaved", dtype=torch.float64)
+        rotated_k = pc.apply_rope(k[None], c, s, layout="interleaved")[0]
+        assert math.isclose(got[idx].item(), float(q @ rotated_k) / d, abs_tol=1e-12)
+
+
+def test_rope_decay_bound_against_numpy():
+    """Su et al. 2021, Eq. 37: mean_j |sum_{i<=j} exp(i m theta_i)|, computed here with numpy."""
+    d = 32
+    theta = 10000.0 ** (-np.arange(0, d, 2) / d)
+    for m in (0, 1, 10, 100, 1000):
+        partial = np.cumsum(np.exp(1j * m * theta))
+        assert math.isclose(pc.rope_decay_bound(m, d).item(), np.abs(partial).mean(), rel_tol=1e-12)
+    assert math.isclose(pc.rope_decay_bound(0, d).item(), np.mean(np.arange(1, d // 2 + 1)))
+
+
+def test_score_decomposition_sums_to_the_full_score():
+    s, d, dh = 6, 16, 4
+    e, p = torch.randn(s, d), pc.sinusoidal_table(s, d)
+    wq, wk = torch.randn(d, dh), torch.randn(d, dh)
+    terms = pc.score_decomposition(e, p, wq, wk)
+    x = e.double() + p.double()
+    full = (x @ wq.double()) @ (x @ wk.double()).T / math.sqrt(dh)
+    torch.testing.assert_close(terms["total"], full)
+    torch.testing.assert_close(
+        terms["content_content"] + terms["content_position"] + terms["position_content"] + terms["position_position"], full
+    )
+    torch.testing.assert_close(terms["position_content"], ((p.double() @ wq.double()) @ (e.double() @ wk.double()).T) / 2)
+
+
+@pytest.mark.parametrize(
+    "call, exc, match",
+    [
+        (lambda: pc.cosine_similarity_matrix(torch.zeros(3)), ValueError, "table.*2 dimensions"),
+        (lambda: pc.cosine_similarity_matrix(torch.zeros(2, 3)), ValueError, "row of zeros"),
+        (lambda: pc.similarity_by_offset(torch.ones(3, 2), 5), ValueError, "max_offset.*n=3.*5"),
+        (lambda: pc.nearest_neighbour_margin(torch.ones(1, 2)), ValueError, "n >= 2"),
+        (lambda: pc.rope_score_vs_distance(3, 8, q=torch.ones(4)), ValueError, r"q.*\(8,\).*\(4,\)"),
+        (lambda: pc.score_decomposition(torch.ones(3, 4), torch.ones(2, 4), torch.ones(4, 2), torch.ones(4, 2)), ValueError, "same shape"),
+        (lambda: pc.sinusoidal_similarity(float("nan"), 8), ValueError, "offsets.*finite"),
+    ],
+)
+def test_bad_arguments(call, exc, match):
+    with pytest.raises(exc, match=match):
+        call()

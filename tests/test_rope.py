@@ -1,0 +1,517 @@
+"""Properties of rotary position embedding (Su et al. 2021, "RoFormer", Sec. 3.2-3.4; chapter 7).
+
+Each test states a property a reader of the book meets in the text: scores depend only on
+the offset m - n, rotations keep lengths, the two pair layouts are one permutation apart,
+decoding with a KV cache gives what a full pass gives, and bad arguments are refused with a
+message that names them. Agreement with published implementations (Hugging Face, Meta,
+RoFormer's matrix) is in ``test_rope_reference.py``.
+"""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import posenc_core as pc
+import posenc_core.rope as rope_mod
+
+LAYOUTS = ("half", "interleaved")
+F64 = torch.float64
+
+# Scalings whose tables do not depend on the sequence length (dynamic does, by design).
+STATIC_SCALINGS = [
+    None,
+    {"rope_type": "linear", "factor": 4.0},
+    {"rope_type": "ntk", "factor": 8.0},
+    {"rope_type": "yarn", "factor": 16.0, "original_max_position_embeddings": 64},
+    {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+     "original_max_position_embeddings": 64},
+]
+SCALING_IDS = ["default", "linear", "ntk", "yarn", "llama3"]
+
+
+def randn(*shape, seed=0, dtype=F64):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(*shape, generator=g, dtype=F64).to(dtype)
+
+
+def pairs(x, layout):
+    """(first, second) element of every rotated pair, written out independently of posenc_core."""
+    h = x.shape[-1] // 2
+    if layout == "half":
+        return x[..., :h], x[..., h:]
+    return x[..., 0::2], x[..., 1::2]
+
+
+def turn90(x, layout):
+    """(a, b) -> (-b, a) on every pair, by explicit indexing (RoFormer Eq. 34's second term)."""
+    out = torch.empty_like(x)
+    a, b = pairs(x, layout)
+    oa, ob = pairs(out, layout)
+    oa.copy_(-b)
+    ob.copy_(a)
+    return out
+
+
+def rope_at(x, positions, layout="half", base=10000.0, scaling=None):
+    """apply_rope with tables for ``positions`` (shape (s,)) in the dtype of x (float tables for low precision)."""
+    dtype = x.dtype if x.dtype in (torch.float32, F64) else torch.float32
+    cos, sin = pc.rope_cos_sin(positions, x.shape[-1], base=base, scaling=scaling, layout=layout, dtype=dtype)
+    return pc.apply_rope(x, cos, sin, layout=layout)
+
+
+# --------------------------------------------------------------------------- 1. relative positions
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    head_dim=st.sampled_from([2, 4, 8, 64]),
+    base=st.sampled_from([10000.0, 500000.0]),
+    layout=st.sampled_from(LAYOUTS),
+    m=st.integers(0, 5000),
+    n=st.integers(0, 5000),
+    t=st.integers(-10000, 10000),
+)
+def test_score_depends_only_on_offset(seed, head_dim, base, layout, m, n, t):
+    """<R_m q, R_n k> = <R_{m+t} q, R_{n+t} k> = <q, R_{n-m} k> (RoFormer Eq. 16)."""
+    q, k = randn(1, head_dim, seed=seed), randn(1, head_dim, seed=seed + 1)
+
+    def score(mq, nk):
+        return float((rope_at(q, [mq], layout, base) * rope_at(k, [nk], layout, base)).sum())
+
+    reference = score(m, n)
+    # float64 angles up to 15000 rad carry ~1e-12 rad of error; scores are O(sqrt(head_dim))
+    assert score(m + t, n + t) == pytest.approx(reference, abs=1e-9)
+    assert float((q * rope_at(k, [n - m], layout, base)).sum()) == pytest.approx(reference, abs=1e-9)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_score_does_change_with_offset(layout):
+    """The offset is visible: the same q, k at distance 0, 1, 2, ... give different scores."""
+    q, k = randn(1, 16, seed=1), randn(1, 16, seed=2)
+    scores = [float((rope_at(q, [0], layout) * rope_at(k, [n], layout)).sum()) for n in range(8)]
+    assert min(abs(a - b) for i, a in enumerate(scores) for b in scores[i + 1 :]) > 1e-3
+
+
+# --------------------------------------------------------------------------- 2, 3. rotations
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("scaling", STATIC_SCALINGS[:3] + STATIC_SCALINGS[4:], ids=["default", "linear", "ntk", "llama3"])
+def test_pair_norms_kept_and_position_zero_is_identity(layout, scaling):
+    """Every (x_a, x_b) pair keeps its length; position 0 leaves x exactly as it was."""
+    x = randn(3, 7, 32, seed=3)
+    positions = torch.tensor([0.0, 1.0, 2.5, 17.0, 1000.0, 123456.0, 2.0**20])
+    y = rope_at(x, positions, layout, scaling=scaling)
+    xa, xb = pairs(x, layout)
+    ya, yb = pairs(y, layout)
+    torch.testing.assert_close(ya**2 + yb**2, xa**2 + xb**2, rtol=1e-13, atol=1e-13)
+    assert torch.equal(y[:, 0], x[:, 0])
+    assert not torch.allclose(y[:, 1], x[:, 1])  # and other positions do rotate
+
+
+def test_yarn_scales_norms_by_its_attention_factor():
+    """YaRN multiplies cos and sin by its attention factor, so every pair length scales by it."""
+    scaling = STATIC_SCALINGS[3]
+    x = randn(5, 32, seed=4)
+    y = rope_at(x, torch.arange(5), "half", scaling=scaling)
+    factor = 0.1 * math.log(16.0) + 1.0  # Peng et al. 2023, Eq. 22 (sqrt(1/t) = 0.1 ln s + 1)
+    torch.testing.assert_close(y.norm(dim=-1), factor * x.norm(dim=-1), rtol=1e-13, atol=0)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_rotate_pairs_is_a_quarter_turn(layout):
+    """rotate_pairs(x) is the (a, b) -> (-b, a) turn; twice it is -x; it equals RoPE at angle pi/2."""
+    x = randn(4, 5, 10, seed=5)
+    r = pc.rotate_pairs(x, layout=layout)
+    assert torch.equal(r, turn90(x, layout))
+    assert torch.equal(pc.rotate_pairs(r, layout=layout), -x)
+    # head_dim 2 has the single frequency theta_0 = 1, so position pi/2 is a quarter turn
+    x2 = randn(6, 2, seed=6)
+    quarter = torch.full((6,), math.pi / 2, dtype=F64)
+    torch.testing.assert_close(rope_at(x2, quarter, layout), pc.rotate_pairs(x2, layout=layout), rtol=0, atol=1e-15)
+
+
+def test_python_float_positions_are_not_rounded_to_float32():
+    """rope_angles promises float64 angles; a Python float position must not pass through float32
+    (float32 would turn 123456789.0 into 123456792.0 and pi/2 into pi/2 + 4e-8)."""
+    for positions in ([123456789.0], 123456789.0, [math.pi / 2]):
+        expected = float(torch.tensor(positions, dtype=F64).reshape(-1)[0])
+        assert pc.rope_angles(positions, 2).reshape(-1)[0].item() == expected
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), layout=st.sampled_from(LAYOUTS),
+       m=st.floats(-1e5, 1e5, allow_nan=False), head_dim=st.sampled_from([2, 8, 64]))
+def test_rotating_by_m_then_minus_m_returns_input(seed, layout, m, head_dim):
+    """R_{-m} R_m = I."""
+    x = randn(3, head_dim, seed=seed)
+    m = torch.full((3,), m, dtype=F64)
+    back = rope_at(rope_at(x, m, layout), -m, layout)
+    torch.testing.assert_close(back, x, rtol=0, atol=1e-12)
+
+
+# --------------------------------------------------------------------------- 4. layouts
+
+
+@pytest.mark.parametrize("head_dim", [2, 4, 8, 64, 130])
+def test_layout_permutations(head_dim):
+    """perm = [0, 2, ..., d-2, 1, 3, ..., d-1] and its inverse; RoPE commutes with it:
+    rotating x[..., perm] in the half layout = (x rotated in the interleaved layout)[..., perm]."""
+    perm, inv = pc.interleaved_to_half(head_dim), pc.half_to_interleaved(head_dim)
+    assert perm.tolist() == list(range(0, head_dim, 2)) + list(range(1, head_dim, 2))
+    x = randn(2, 9, head_dim, seed=head_dim)
+    assert torch.equal(x[..., perm][..., inv], x)
+    assert torch.equal(x[..., inv][..., perm], x)
+    positions = torch.tensor([0, 1, 5, 100, 4096, 70000, 3, 8, 2])
+    torch.testing.assert_close(
+        rope_at(x[..., perm], positions, "half"), rope_at(x, positions, "interleaved")[..., perm],
+        rtol=1e-15, atol=1e-15,
+    )
+
+
+def _scores(wq, wk, x, n_heads, layout):
+    """Per-head RoPE attention logits (h, s, s) for inputs x (s, d_model) and projections W (h*d, d_model)."""
+    s = x.shape[0]
+    q = (x @ wq.T).reshape(s, n_heads, -1).transpose(0, 1)  # (h, s, d)
+    k = (x @ wk.T).reshape(s, n_heads, -1).transpose(0, 1)
+    positions = torch.arange(s)
+    return rope_at(q, positions, layout) @ rope_at(k, positions, layout).transpose(-1, -2)
+
+
+def test_permuted_weights_give_the_same_scores_in_the_other_layout():
+    """A checkpoint trained with interleaved RoPE (Meta) runs with half RoPE (Hugging Face) once its
+    W_q and W_k rows are permuted per head; forgetting the permutation silently changes the scores."""
+    n_heads, head_dim, d_model, s = 3, 8, 12, 6
+    wq, wk = randn(n_heads * head_dim, d_model, seed=7), randn(n_heads * head_dim, d_model, seed=8)
+    x = randn(s, d_model, seed=9)
+    meta = _scores(wq, wk, x, n_heads, "interleaved")
+    wq_h = pc.permute_qk_weight(wq, n_heads, to="half")
+    wk_h = pc.permute_qk_weight(wk, n_heads, to="half")
+    torch.testing.assert_close(_scores(wq_h, wk_h, x, n_heads, "half"), meta, rtol=1e-12, atol=1e-12)
+    assert torch.equal(pc.permute_qk_weight(wq_h, n_heads, to="interleaved"), wq)
+    assert torch.equal(pc.permute_qk_weight(wk_h, n_heads, to="interleaved"), wk)
+    # the bug: interleaved-trained weights with half RoPE
+    wrong = _scores(wq, wk, x, n_heads, "half")
+    assert (wrong - meta).abs().max() > 0.1 * meta.abs().max()
+    # the permutation only moves rows within a head
+    for h in range(n_heads):
+        rows = slice(h * head_dim, (h + 1) * head_dim)
+        assert sorted(map(tuple, wq_h[rows].tolist())) == sorted(map(tuple, wq[rows].tolist()))
+
+
+# --------------------------------------------------------------------------- 5, 6. module, cache
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("scaling", STATIC_SCALINGS, ids=SCALING_IDS)
+def test_kv_cache_decoding_matches_full_pass(layout, scaling):
+    """Rotating a prefix, then the rest at offset len(prefix) (int or explicit positions), then
+    one token at a time, gives the rotation of the full sequence."""
+    b, h, s, d, p = 2, 3, 11, 16, 7
+    q, k = randn(b, h, s, d, seed=10, dtype=torch.float32), randn(b, h, s, d, seed=11, dtype=torch.float32)
+    full_q, full_k = pc.RotaryEmbedding(d, scaling=scaling, layout=layout)(q, k)
+    module = pc.RotaryEmbedding(d, scaling=scaling, layout=layout)
+    pq, pk = module(q[..., :p, :], k[..., :p, :])
+    rq, rk = module(q[..., p:, :], k[..., p:, :], positions=p)
+    eq, ek = module(q[..., p:, :], k[..., p:, :], positions=torch.arange(p, s))
+    steps = [module(q[..., i : i + 1, :], k[..., i : i + 1, :], positions=i) for i in range(s)]
+    tol = dict(rtol=2.4e-7, atol=2.4e-7)  # float32 rounding: same tables, same arithmetic
+    torch.testing.assert_close(torch.cat((pq, rq), -2), full_q, **tol)
+    torch.testing.assert_close(torch.cat((pk, rk), -2), full_k, **tol)
+    torch.testing.assert_close(torch.cat((pq, eq), -2), full_q, **tol)
+    torch.testing.assert_close(torch.cat((pk, ek), -2), full_k, **tol)
+    torch.testing.assert_close(torch.cat([sq for sq, _ in steps], -2), full_q, **tol)
+    torch.testing.assert_close(torch.cat([sk for _, sk in steps], -2), full_k, **tol)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("fractional", [False, True])
+def test_per_batch_positions_equal_per_row(layout, fractional):
+    """positions of shape (b, s) with q of shape (b, h, s, d): row i is rotated by its own positions."""
+    b, h, s, d = 3, 2, 5, 8
+    q, k = randn(b, h, s, d, seed=12), randn(b, h, s, d, seed=13)
+    positions = torch.tensor([[0, 1, 2, 3, 4], [10, 11, 12, 13, 14], [7, 3, 1000, 0, 2]])
+    if fractional:
+        positions = positions + 0.25
+    module = pc.RotaryEmbedding(d, layout=layout)
+    bq, bk = module(q, k, positions=positions)
+    for i in range(b):
+        rq, rk = module(q[i : i + 1], k[i : i + 1], positions=positions[i])
+        torch.testing.assert_close(bq[i : i + 1], rq, rtol=1e-15, atol=1e-15)
+        torch.testing.assert_close(bk[i : i + 1], rk, rtol=1e-15, atol=1e-15)
+        torch.testing.assert_close(bq[i], rope_at(q[i], positions[i], layout), rtol=1e-15, atol=1e-15)
+    assert not torch.allclose(bq[0], bq[1])
+
+
+def numpy_rope(x, positions, layout, base=10000.0):
+    """Independent float64 rotation with numpy: angle m * base**(-2i/d) on every pair."""
+    x = np.asarray(x, dtype=np.float64)
+    d = x.shape[-1]
+    angles = np.asarray(positions, dtype=np.float64)[:, None] * base ** (-np.arange(0, d, 2) / d)  # (s, d/2)
+    c, s = np.cos(angles), np.sin(angles)
+    out = np.empty_like(x)
+    if layout == "half":
+        a, b = x[..., : d // 2], x[..., d // 2 :]
+        out[..., : d // 2], out[..., d // 2 :] = a * c - b * s, b * c + a * s
+    else:
+        a, b = x[..., 0::2], x[..., 1::2]
+        out[..., 0::2], out[..., 1::2] = a * c - b * s, b * c + a * s
+    return out
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_cache_never_goes_stale(layout):
+    """Growing and reusing the cache (s=8, s=100, s=3 at offset 5000, then s=8 again) gives what a
+    direct rope_cos_sin + apply_rope gives; so does moving the module to bfloat16 (it has no
+    buffers to round), and float64 inputs get float64 accuracy."""
+    d = 32
+    module = pc.RotaryEmbedding(d, layout=layout)
+    assert list(module.buffers()) == [] and list(module.parameters()) == []
+    calls = [(8, None), (100, None), (3, 5000), (8, None)]
+    results = []
+    for s, offset in calls:
+        q, k = randn(2, 4, s, d, seed=s, dtype=torch.float32), randn(2, 4, s, d, seed=s + 1, dtype=torch.float32)
+        got_q, got_k = module(q, k, positions=offset)
+        positions = torch.arange(s) + (offset or 0)
+        torch.testing.assert_close(got_q, rope_at(q, positions, layout), rtol=2.4e-7, atol=2.4e-7)
+        torch.testing.assert_close(got_k, rope_at(k, positions, layout), rtol=2.4e-7, atol=2.4e-7)
+        results.append((q, k, offset, got_q))
+    module.to(torch.bfloat16)
+    for q, k, offset, got_q in results:
+        again, _ = module(q, k, positions=offset)
+        assert again.dtype == torch.float32
+        torch.testing.assert_close(again, got_q, rtol=0, atol=0)
+    # float64 inputs after all that: within float64 rounding of an independent numpy rotation
+    q = randn(1, 2, 6, d, seed=14)
+    got_q, _ = module(q, q, positions=5000)
+    assert got_q.dtype == F64
+    expected = numpy_rope(q.numpy(), np.arange(5000, 5006), layout)
+    np.testing.assert_allclose(got_q.numpy(), expected, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("offset", [2**20, 2**40])
+def test_huge_offsets_need_no_table_of_every_earlier_position(offset):
+    """One decoding step at position 2**40 works (a table with a row per earlier position would
+    need terabytes) and equals the direct computation."""
+    d = 16
+    module = pc.RotaryEmbedding(d)
+    q = randn(1, 2, 2, d, seed=15)
+    got_q, _ = module(q, q, positions=offset)
+    expected = numpy_rope(q.numpy(), [offset, offset + 1], "half")
+    # float64 angles near 2**40 carry ~2**40 * 2**-53 rad of error each
+    np.testing.assert_allclose(got_q.numpy(), expected, rtol=0, atol=offset * 2.0**-53 * 64)
+
+
+def test_empty_sequence():
+    """A sequence of length 0 (nothing new to rotate) gives empty results, not an error."""
+    q = randn(2, 3, 0, 8)
+    cos, sin = pc.rope_cos_sin(torch.arange(0), 8, dtype=F64)
+    assert pc.apply_rope(q, cos, sin).shape == (2, 3, 0, 8)
+    rq, rk = pc.RotaryEmbedding(8)(q, q, positions=5)
+    assert rq.shape == rk.shape == (2, 3, 0, 8)
+
+
+# --------------------------------------------------------------------------- 7. dtypes, autograd
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, F64])
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_dtype_kept_and_input_untouched(dtype, layout):
+    """Outputs have the input's dtype and device; the input tensor is not modified."""
+    x = randn(2, 3, 5, 8, seed=16, dtype=dtype)
+    k = randn(2, 3, 5, 8, seed=17, dtype=dtype)
+    x0, k0 = x.clone(), k.clone()
+    for table in (torch.float32, dtype):
+        cos, sin = pc.rope_cos_sin(torch.arange(1, 6), 8, layout=layout, dtype=table)
+        for c, s in ((cos, sin), (cos.expand(2, 1, 5, 8), sin.expand(2, 1, 5, 8))):  # shared / per-batch
+            y = pc.apply_rope(x, c, s, layout=layout)
+            assert y.dtype == dtype and y.device == x.device and y.shape == x.shape
+            assert not torch.equal(y, x)
+    rq, rk = pc.RotaryEmbedding(8, layout=layout)(x, k, positions=1)
+    assert rq.dtype == rk.dtype == dtype
+    assert torch.equal(x, x0) and torch.equal(k, k0)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_cuda_results_stay_on_device_and_match_cpu(layout):
+    """Tables and rotations are made on the inputs' device and agree with the CPU within float32 rounding."""
+    positions = torch.tensor([[0, 1, 2, 3], [9, 100, 4096, 70000]])
+    q = randn(2, 3, 4, 16, seed=23, dtype=torch.float32)
+    cpu_q, _ = pc.RotaryEmbedding(16, layout=layout)(q, q, positions=positions)
+    cuda_q, cuda_k = pc.RotaryEmbedding(16, layout=layout)(q.cuda(), q.cuda(), positions=positions.cuda())
+    cos, _ = pc.rope_cos_sin(positions.cuda(), 16, layout=layout)
+    assert cuda_q.device.type == cuda_k.device.type == cos.device.type == "cuda"
+    torch.testing.assert_close(cuda_q.cpu(), cpu_q, rtol=2.4e-7, atol=2.4e-7)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_gradients(layout):
+    """Autograd: gradcheck passes; the gradient of sum(w * R_m x) is R_m^T w = R_{-m} w (a rotation's
+    transpose is its inverse); values with requires_grad equal the no-grad fast path."""
+    positions = torch.tensor([0.0, 1.0, 7.0, 300.0])
+    cos, sin = pc.rope_cos_sin(positions, 6, layout=layout, dtype=F64)
+    x = randn(2, 4, 6, seed=18).requires_grad_()
+    assert torch.autograd.gradcheck(lambda t: pc.apply_rope(t, cos, sin, layout=layout), (x,))
+    c = cos.clone().requires_grad_()
+    s = sin.clone().requires_grad_()
+    assert torch.autograd.gradcheck(lambda a, b: pc.apply_rope(x.detach(), a, b, layout=layout), (c, s))
+    w = randn(2, 4, 6, seed=19)
+    y = pc.apply_rope(x, cos, sin, layout=layout)
+    (y * w).sum().backward()
+    torch.testing.assert_close(x.grad, rope_at(w, -positions, layout), rtol=1e-14, atol=1e-14)
+    with torch.no_grad():
+        fast = pc.apply_rope(x, cos, sin, layout=layout)
+    torch.testing.assert_close(y.detach(), fast, rtol=1e-15, atol=1e-15)
+    for dtype in (torch.float32, torch.bfloat16):
+        xd = randn(2, 4, 6, seed=20, dtype=dtype)
+        c32, s32 = pc.rope_cos_sin(positions, 6, layout=layout)
+        with_grad = pc.apply_rope(xd.clone().requires_grad_(), c32, s32, layout=layout)
+        assert with_grad.requires_grad and with_grad.dtype == dtype
+        with torch.no_grad():
+            without = pc.apply_rope(xd, c32, s32, layout=layout)
+        # same float32 arithmetic up to the order of one multiply-add: within one unit of the last place
+        ulp = torch.finfo(dtype).eps
+        torch.testing.assert_close(with_grad.detach().float(), without.float(), rtol=ulp, atol=ulp)
+
+
+# --------------------------------------------------------------------------- 8. chunked fast path
+
+
+@pytest.mark.parametrize("chunk", [6, 16, 50, 1 << 20])
+@pytest.mark.parametrize("table_shape", ["s d", "1 1 s d", "b 1 s d", "1 d"])
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("contiguous", [True, False])
+def test_chunked_fast_path_equals_plain_formula(monkeypatch, chunk, table_shape, layout, contiguous):
+    """x * cos + turn90(x) * sin (RoFormer Eq. 34), whatever the chunk size, table shape and strides."""
+    monkeypatch.setattr(rope_mod, "_CHUNK_ELEMENTS", chunk)
+    b, h, s, d = 3, 5, 7, 6  # odd sizes; s * d = 42 is above and below the chunk sizes
+    x = randn(b, h, s, d, seed=21) if contiguous else randn(b, s, h, d, seed=21).transpose(1, 2)
+    assert x.is_contiguous() == contiguous
+    positions = torch.arange(s) if table_shape != "b 1 s d" else torch.arange(b * s).reshape(b, s) * 3
+    cos, sin = pc.rope_cos_sin(positions, d, layout=layout, dtype=F64)
+    cos, sin = {
+        "s d": (cos, sin),
+        "1 1 s d": (cos[None, None], sin[None, None]),
+        "b 1 s d": (cos[:, None], sin[:, None]),
+        "1 d": (cos[3:4], sin[3:4]),
+    }[table_shape]
+    plain = x * cos + turn90(x, layout) * sin
+    torch.testing.assert_close(pc.apply_rope(x, cos, sin, layout=layout), plain, rtol=1e-15, atol=1e-15)
+    # bfloat16 input: computed in float32, rounded once
+    xb = x.to(torch.bfloat16)
+    c32, s32 = cos.float(), sin.float()
+    plain_b = (xb.float() * c32 + turn90(xb.float(), layout) * s32).to(torch.bfloat16)
+    one_ulp = torch.finfo(torch.bfloat16).eps  # the order of one multiply-add may move a tie by 1 ulp
+    torch.testing.assert_close(pc.apply_rope(xb, c32, s32, layout=layout).float(), plain_b.float(),
+                               rtol=one_ulp, atol=0)
+
+
+def test_long_sequence_chunked_over_positions(monkeypatch):
+    """When one sequence is longer than a chunk, the split over positions keeps each row's angle."""
+    monkeypatch.setattr(rope_mod, "_CHUNK_ELEMENTS", 64)
+    x = randn(2, 1, 333, 10, seed=22)
+    cos, sin = pc.rope_cos_sin(torch.arange(333), 10, dtype=F64)
+    expected = numpy_rope(x.numpy(), np.arange(333), "half")
+    np.testing.assert_allclose(pc.apply_rope(x, cos, sin).numpy(), expected, rtol=0, atol=1e-13)
+
+
+# --------------------------------------------------------------------------- 9. bad input
+
+_X = torch.zeros(2, 5, 8)
+_COS = torch.zeros(5, 8)
+_Q = torch.zeros(1, 2, 3, 8)
+
+
+def _llama3(**kw):
+    return {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+            "original_max_position_embeddings": 8192, **kw}
+
+
+BAD = [
+    ("odd head_dim", lambda: pc.rope_frequencies(7), ValueError, r"head_dim.*even.*7"),
+    ("odd head_dim module", lambda: pc.RotaryEmbedding(7), ValueError, r"head_dim.*7"),
+    ("odd head_dim cos_sin", lambda: pc.rope_cos_sin([0, 1], 5), ValueError, r"head_dim.*5"),
+    ("zero head_dim", lambda: pc.rope_frequencies(0), ValueError, r"head_dim.*0"),
+    ("negative head_dim", lambda: pc.rope_frequencies(-4), ValueError, r"head_dim.*-4"),
+    ("float head_dim", lambda: pc.rope_frequencies(2.5), TypeError, r"head_dim.*2\.5"),
+    ("bool head_dim", lambda: pc.rope_frequencies(True), TypeError, r"head_dim.*True"),
+    ("base one", lambda: pc.rope_frequencies(8, base=1.0), ValueError, r"base.*greater than 1.*1\.0"),
+    ("base below one", lambda: pc.rope_cos_sin([0], 8, base=0.5), ValueError, r"base.*0\.5"),
+    ("negative base", lambda: pc.RotaryEmbedding(8, base=-10000.0), ValueError, r"base.*-10000"),
+    ("nan base", lambda: pc.rope_frequencies(8, base=float("nan")), ValueError, r"base.*nan"),
+    ("inf base", lambda: pc.rope_frequencies(8, base=float("inf")), ValueError, r"base.*inf"),
+    ("string base", lambda: pc.rope_frequencies(8, base="10000"), TypeError, r"base.*'10000'"),
+    ("layout cos_sin", lambda: pc.rope_cos_sin([0], 8, layout="neox"), ValueError,
+     r"layout.*'half'.*'interleaved'.*'neox'"),
+    ("layout apply", lambda: pc.apply_rope(_X, _COS, _COS, layout="gptj"), ValueError,
+     r"layout.*'half'.*'interleaved'.*'gptj'"),
+    ("layout rotate", lambda: pc.rotate_pairs(_X, layout="Half"), ValueError, r"layout.*'half'.*'interleaved'.*'Half'"),
+    ("layout module", lambda: pc.RotaryEmbedding(8, layout=None), ValueError, r"layout.*'half'.*'interleaved'.*None"),
+    ("permute to", lambda: pc.permute_qk_weight(torch.zeros(16, 4), 2, to="meta"), ValueError,
+     r"to.*'half'.*'interleaved'.*'meta'"),
+    ("rope_type", lambda: pc.rope_frequencies(8, scaling={"rope_type": "longrope", "factor": 2.0}), ValueError,
+     r"rope_type.*'linear'.*'ntk'.*'dynamic'.*'yarn'.*'llama3'.*'longrope'"),
+    ("legacy type", lambda: pc.parse_scaling({"type": "su", "factor": 2.0}), ValueError, r"rope_type.*'yarn'.*'su'"),
+    ("factor below one", lambda: pc.rope_frequencies(8, scaling={"rope_type": "linear", "factor": 0.5}), ValueError,
+     r"factor.*0\.5"),
+    ("factor missing", lambda: pc.rope_frequencies(8, scaling={"rope_type": "linear"}), ValueError, r"'factor'"),
+    ("yarn without L0", lambda: pc.rope_frequencies(8, scaling={"rope_type": "yarn", "factor": 4.0}), ValueError,
+     r"'yarn'.*original_max_position_embeddings"),
+    ("llama3 without L0",
+     lambda: pc.rope_frequencies(8, scaling={k: v for k, v in _llama3().items() if k != "original_max_position_embeddings"}),
+     ValueError, r"'llama3'.*original_max_position_embeddings"),
+    ("dynamic without L0", lambda: pc.RotaryEmbedding(8, scaling={"rope_type": "dynamic", "factor": 2.0}), ValueError,
+     r"'dynamic'.*original_max_position_embeddings"),
+    ("llama3 high < low", lambda: pc.rope_frequencies(8, scaling=_llama3(low_freq_factor=4.0, high_freq_factor=1.0)),
+     ValueError, r"high_freq_factor.*low_freq_factor.*low=4\.0, high=1\.0"),
+    ("llama3 high == low", lambda: pc.rope_frequencies(8, scaling=_llama3(low_freq_factor=2.0, high_freq_factor=2.0)),
+     ValueError, r"high_freq_factor.*low=2\.0, high=2\.0"),
+    ("rope_theta", lambda: pc.rope_frequencies(8, base=10000.0, scaling={"rope_type": "default", "rope_theta": 500000.0}),
+     ValueError, r"rope_theta.*500000.*base=10000"),
+    ("rope_theta module", lambda: pc.RotaryEmbedding(8, scaling=_llama3(rope_theta=500000.0)), ValueError,
+     r"rope_theta.*500000.*base=10000"),
+    ("nan position", lambda: pc.rope_cos_sin(torch.tensor([0.0, float("nan")]), 8), ValueError, r"positions.*nan"),
+    ("inf position", lambda: pc.rope_cos_sin([0.0, float("inf")], 8), ValueError, r"positions.*inf"),
+    ("-inf angles", lambda: pc.rope_angles(torch.tensor([float("-inf")]), 8), ValueError, r"positions.*-inf"),
+    ("bool position", lambda: pc.rope_cos_sin(True, 8), TypeError, r"positions.*bool"),
+    ("nan position module", lambda: pc.RotaryEmbedding(8)(_Q, _Q, positions=torch.tensor([0.0, 1.0, float("nan")])),
+     ValueError, r"positions.*nan"),
+    ("inf position module", lambda: pc.RotaryEmbedding(8)(_Q, _Q, positions=torch.tensor([[0.0, float("inf"), 1.0]])),
+     ValueError, r"positions.*inf"),
+    ("positions shape module", lambda: pc.RotaryEmbedding(8)(_Q, _Q, positions=torch.arange(4)), ValueError,
+     r"positions.*s=3.*\(4,\)"),
+    ("cos does not broadcast", lambda: pc.apply_rope(_X, torch.zeros(6, 8), torch.zeros(6, 8)), ValueError,
+     r"cos and sin.*\(6, 8\).*x.*\(2, 5, 8\)"),
+    ("cos wrong head_dim", lambda: pc.apply_rope(_X, torch.zeros(5, 4), torch.zeros(5, 4)), ValueError,
+     r"cos and sin.*head_dim=8.*\(5, 4\)"),
+    ("cos vs sin", lambda: pc.apply_rope(_X, _COS, torch.zeros(1, 8)), ValueError, r"cos and sin.*\(5, 8\).*\(1, 8\)"),
+    ("integer x", lambda: pc.apply_rope(torch.zeros(2, 5, 8, dtype=torch.int64), _COS, _COS), TypeError,
+     r"x must.*floating.*torch\.int64"),
+    ("integer cos", lambda: pc.apply_rope(_X, _COS.long(), _COS), TypeError, r"cos must.*torch\.int64"),
+    ("integer q", lambda: pc.RotaryEmbedding(8)(_Q.int(), _Q), TypeError, r"q must.*torch\.int32"),
+    ("odd x width", lambda: pc.apply_rope(torch.zeros(5, 7), torch.zeros(5, 7), torch.zeros(5, 7)), ValueError,
+     r"head_dim.*7"),
+    ("int dtype", lambda: pc.rope_cos_sin([0], 8, dtype=torch.int32), TypeError, r"dtype.*floating.*torch\.int32"),
+    ("complex dtype", lambda: pc.rope_cos_sin([0], 8, dtype=torch.complex64), TypeError, r"dtype.*torch\.complex64"),
+    ("string dtype", lambda: pc.rope_cos_sin([0], 8, dtype="float32"), TypeError, r"dtype.*torch\.dtype.*'float32'"),
+    ("q head_dim", lambda: pc.RotaryEmbedding(8)(torch.zeros(1, 2, 3, 6), _Q), ValueError,
+     r"q .*head_dim=8.*\(1, 2, 3, 6\)"),
+    ("k head_dim", lambda: pc.RotaryEmbedding(8)(_Q, torch.zeros(1, 2, 3, 16)), ValueError,
+     r"k .*head_dim=8.*\(1, 2, 3, 16\)"),
+    ("q, k lengths", lambda: pc.RotaryEmbedding(8)(_Q, torch.zeros(1, 2, 4, 8)), ValueError,
+     r"q and k.*sequence length.*3 and 4"),
+    ("negative offset", lambda: pc.RotaryEmbedding(8)(_Q, _Q, positions=-1), ValueError, r"positions.*offset.*-1"),
+    ("n_heads", lambda: pc.permute_qk_weight(torch.zeros(12, 4), 5), ValueError, r"n_heads=5"),
+]
+
+
+@pytest.mark.parametrize("call, exc, pattern", [b[1:] for b in BAD], ids=[b[0] for b in BAD])
+def test_bad_input_is_refused_with_a_message_naming_it(call, exc, pattern):
+    with pytest.raises(exc, match=pattern):
+        call()

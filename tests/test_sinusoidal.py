@@ -1,0 +1,171 @@
+"""Sinusoidal encoding against the paper's formula (Vaswani et al. 2017, Sec. 3.5),
+evaluated independently with Python's math module in double precision."""
+
+import math
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import posenc_core as pc
+from rounding import is_nearest
+
+
+def paper_pe(pos: float, d_model: int, base: float = 10000.0) -> list[float]:
+    """PE(pos, 2i) = sin(pos / base^(2i/d)), PE(pos, 2i+1) = cos(pos / base^(2i/d)), in float64."""
+    row = []
+    for i in range(d_model // 2):
+        angle = pos / base ** (2 * i / d_model)
+        row += [math.sin(angle), math.cos(angle)]
+    return row
+
+
+def test_table_matches_paper_formula():
+    table = pc.sinusoidal_table(50, 16, dtype=torch.float64)
+    expected = torch.tensor([paper_pe(p, 16) for p in range(50)], dtype=torch.float64)
+    # the two evaluations round base**(2i/d) differently by an ulp; times pos < 50 that is < 1e-13
+    torch.testing.assert_close(table, expected, rtol=0, atol=1e-13)
+
+
+def test_d768_position_one_first_dims():
+    """dims 2, 3 at pos 1 use omega_1 = 10000^(-2/768), about 0.976 rad, not 0.01."""
+    row = pc.sinusoidal_table(2, 768, dtype=torch.float64)[1, :4]
+    w1 = 10000 ** (-2 / 768)
+    expected = torch.tensor([math.sin(1), math.cos(1), math.sin(w1), math.cos(w1)], dtype=torch.float64)
+    torch.testing.assert_close(row, expected, rtol=0, atol=1e-15)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    d_model=st.integers(1, 64).map(lambda h: 2 * h),
+    base=st.floats(1.5, 1e7),
+    pos=st.integers(0, 2**20),
+)
+def test_float32_within_1e6_of_float64_up_to_2_20(d_model, base, pos):
+    got = pc.sinusoidal_encoding(torch.tensor([pos]), d_model, base=base)[0].double()
+    expected = torch.tensor(paper_pe(pos, d_model, base), dtype=torch.float64)
+    assert (got - expected).abs().max() < 1e-6
+
+
+def test_low_precision_tables_are_correctly_rounded():
+    positions = torch.tensor([0, 1, 255, 256, 257, 2049, 4096, 65519, 131072, 1_000_000])
+    exact = torch.tensor([paper_pe(int(p), 64) for p in positions], dtype=torch.float64)
+    for dtype in (torch.bfloat16, torch.float16, torch.float32):
+        got = pc.sinusoidal_encoding(positions, 64, dtype=dtype)
+        assert got.dtype == dtype
+        # math's angle differs from ours by an ulp of the frequency times pos: slack 4e-10
+        assert bool(is_nearest(got, exact, 4e-10).all())
+
+
+def test_low_precision_tables_are_correctly_rounded_everywhere():
+    """Over 262,144 values the double rounding float64 -> float32 -> bf16 would miss the
+    nearest value a few times; the table must not (reference: numpy float64)."""
+    import numpy as np
+
+    pos = np.arange(4096, dtype=np.float64)[:, None]
+    ang = pos * 10000.0 ** (-np.arange(0, 128, 2) / 128)
+    exact = torch.from_numpy(np.stack((np.sin(ang), np.cos(ang)), -1).reshape(4096, 128))
+    for dtype in (torch.bfloat16, torch.float16):
+        got = pc.sinusoidal_table(4096, 128, dtype=dtype)
+        assert bool(is_nearest(got, exact, 4096 * 2.0**-52).all())
+
+
+def test_frequencies_are_geometric_from_one():
+    d, base = 128, 10000.0
+    omega = pc.frequencies(d, base=base)
+    assert omega.shape == (64,) and omega.dtype == torch.float64
+    assert omega[0].item() == 1.0
+    ratios = omega[1:] / omega[:-1]
+    torch.testing.assert_close(ratios, torch.full_like(ratios, base ** (-2 / d)), rtol=1e-13, atol=0)
+    lam = pc.wavelengths(d, base=base)
+    assert math.isclose(lam[0].item(), 2 * math.pi, rel_tol=1e-15)
+    assert math.isclose(lam[-1].item(), 2 * math.pi * base ** ((d - 2) / d), rel_tol=1e-12)
+
+
+@pytest.mark.parametrize("base", [10.0, 100.0, 10000.0, 500000.0])
+def test_highest_frequency_is_one_radian_whatever_the_base(base):
+    assert pc.frequencies(64, base=base)[0].item() == 1.0
+
+
+def test_bounded_values_and_constant_norm():
+    table = pc.sinusoidal_table(3000, 64, dtype=torch.float64)
+    assert table.abs().max() <= 1.0
+    torch.testing.assert_close(table.norm(dim=1), torch.full((3000,), math.sqrt(32), dtype=torch.float64))
+
+
+def test_concat_layout_is_a_permutation_of_interleaved():
+    inter = pc.sinusoidal_table(20, 10, dtype=torch.float64)
+    concat = pc.sinusoidal_table(20, 10, layout="concat", dtype=torch.float64)
+    torch.testing.assert_close(concat[:, :5], inter[:, 0::2], rtol=0, atol=0)
+    torch.testing.assert_close(concat[:, 5:], inter[:, 1::2], rtol=0, atol=0)
+
+
+def test_module_adds_table_with_offset_and_beyond_max_len():
+    d = 16
+    module = pc.SinusoidalPositionalEncoding(d, max_len=8)
+    x = torch.randn(2, 5, d)
+    torch.testing.assert_close(module(x), x + pc.sinusoidal_table(5, d))
+    # positions 6..10 run past the 8 precomputed rows: the formula still gives them
+    out = module(x, offset=6)
+    expected = x + torch.tensor([paper_pe(p, d) for p in range(6, 11)], dtype=torch.float32)
+    torch.testing.assert_close(out, expected)
+
+
+def test_module_scale_and_buffer_is_not_persistent():
+    module = pc.SinusoidalPositionalEncoding(8, 4, scale=math.sqrt(8))
+    assert "pe" not in module.state_dict()
+    x = torch.randn(1, 4, 8)
+    torch.testing.assert_close(module(x), x * math.sqrt(8) + pc.sinusoidal_table(4, 8))
+
+
+def test_module_low_precision_sum_is_rounded_once():
+    module = pc.SinusoidalPositionalEncoding(32, 64)
+    x = torch.randn(3, 64, 32).to(torch.bfloat16)
+    out = module(x)
+    assert out.dtype == torch.bfloat16
+    exact = x.double() + torch.tensor([paper_pe(p, 32) for p in range(64)], dtype=torch.float64)
+    assert bool(is_nearest(out, exact, 1e-12).all())
+    module.half()  # a cast must not lower the table's precision
+    x16 = x.to(torch.float16)
+    out16 = module(x16)
+    assert bool(is_nearest(out16, x16.double() + exact - x.double(), 1e-12).all())
+
+
+@pytest.mark.parametrize(
+    "kwargs, exc, match",
+    [
+        ({"n_positions": 4, "d_model": 7}, ValueError, "d_model.*even.*7"),
+        ({"n_positions": 4, "d_model": 0}, ValueError, "d_model.*positive.*0"),
+        ({"n_positions": 4, "d_model": -4}, ValueError, "d_model.*-4"),
+        ({"n_positions": 4, "d_model": 8.0}, TypeError, "d_model.*float"),
+        ({"n_positions": 4, "d_model": True}, TypeError, "d_model.*bool"),
+        ({"n_positions": 0, "d_model": 8}, ValueError, "n_positions.*0"),
+        ({"n_positions": 4, "d_model": 8, "base": 1.0}, ValueError, "base.*greater than 1.*1.0"),
+        ({"n_positions": 4, "d_model": 8, "base": 0.5}, ValueError, "base.*0.5"),
+        ({"n_positions": 4, "d_model": 8, "base": float("nan")}, ValueError, "base.*finite.*nan"),
+        ({"n_positions": 4, "d_model": 8, "base": float("inf")}, ValueError, "base.*finite.*inf"),
+        ({"n_positions": 4, "d_model": 8, "base": "10000"}, TypeError, "base.*str"),
+        ({"n_positions": 4, "d_model": 8, "layout": "fairseq"}, ValueError, "layout.*'interleaved'.*'concat'.*fairseq"),
+        ({"n_positions": 4, "d_model": 8, "dtype": torch.int64}, TypeError, "dtype.*int64"),
+    ],
+)
+def test_bad_arguments(kwargs, exc, match):
+    with pytest.raises(exc, match=match):
+        pc.sinusoidal_table(**kwargs)
+
+
+def test_bad_positions_and_module_inputs():
+    with pytest.raises(ValueError, match="positions.*finite.*nan"):
+        pc.sinusoidal_encoding(torch.tensor([0.0, float("nan")]), 8)
+    with pytest.raises(ValueError, match="positions.*finite.*inf"):
+        pc.sinusoidal_encoding(torch.tensor([float("inf")]), 8)
+    module = pc.SinusoidalPositionalEncoding(8, 16)
+    with pytest.raises(ValueError, match="d_model=8.*\\(2, 3, 6\\)"):
+        module(torch.zeros(2, 3, 6))
+    with pytest.raises(TypeError, match="x.*floating.*int64"):
+        module(torch.zeros(2, 3, 8, dtype=torch.long))
+    with pytest.raises(ValueError, match="offset.*-1"):
+        module(torch.zeros(2, 3, 8), offset=-1)
+    with pytest.raises(ValueError, match="max_len.*0"):
+        pc.SinusoidalPositionalEncoding(8, 0)

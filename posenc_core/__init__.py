@@ -1,7 +1,9 @@
 """posenc_core: the positional-encoding implementations behind the book.
 
-Numerical modules (this namespace) import only torch and numpy; figures and widgets live
-in separate modules that import these, never the reverse.
+Numerical modules (this namespace) import only torch and numpy (and the standard library);
+figures (``posenc_core.viz``), notebook helpers (``posenc_core.notebook``) and widgets live in
+separate modules that import these, never the reverse. ``posenc_core.exercises`` holds the
+checkers the chapters' exercises call.
 """
 
 from .alibi import alibi_bias, alibi_key_bias, alibi_slopes
@@ -16,6 +18,16 @@ from .analysis import (
     sinusoidal_similarity,
 )
 from .attention import MultiHeadSelfAttention, attention, self_attention
+from .checkpoints import (
+    MINILM_REPO,
+    MINILM_REVISION,
+    MINILM_SHA256,
+    MiniLMEmbeddings,
+    load_minilm_embeddings,
+    lookup_tokens,
+    minilm_files,
+    verify_sha256,
+)
 from .learned import LearnedPositionalEmbedding
 from .rope import (
     RotaryEmbedding,
@@ -42,6 +54,14 @@ from .sinusoidal import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "MINILM_REPO",
+    "MINILM_REVISION",
+    "MINILM_SHA256",
+    "MiniLMEmbeddings",
+    "load_minilm_embeddings",
+    "lookup_tokens",
+    "minilm_files",
+    "verify_sha256",
     "LearnedPositionalEmbedding",
     "MultiHeadSelfAttention",
     "RotaryEmbedding",

@@ -67,13 +67,16 @@ def sinusoidal_similarity(
 ) -> torch.Tensor:
     """Cosine similarity of PE(p) and PE(p + k), which depends only on k.
 
-    PE(p) . PE(p+k) = sum_i [sin(w_i p) sin(w_i (p+k)) + cos(w_i p) cos(w_i (p+k))]
-                    = sum_i cos(w_i k),
-    and |PE(p)|^2 = d_model / 2, so the similarity is mean_i cos(w_i k).
+    ::
+
+        PE(p) . PE(p+k) = sum_i [sin(w_i p) sin(w_i (p+k)) + cos(w_i p) cos(w_i (p+k))]
+                        = sum_i cos(w_i k)
+
+    and ``PE(p) . PE(p) = d_model / 2``, so the similarity is ``mean_i cos(w_i k)``.
 
     Args:
         offsets: any shape ``K`` of offsets k.
-        d_model, base: as in :func:`posenc_core.frequencies`.
+        d_model, base: as in :func:`~posenc_core.sinusoidal.frequencies`.
 
     Returns:
         float64 tensor of shape ``K``.
@@ -147,7 +150,7 @@ def rope_score_vs_distance(
 
     Args:
         distances: any shape ``K`` of relative distances n - m.
-        head_dim, base, scaling: as in :func:`posenc_core.rope_frequencies`.
+        head_dim, base, scaling: as in :func:`~posenc_core.rope.rope_frequencies`.
         q, k: optional ``(head_dim,)`` vectors, paired as (2i, 2i+1).
 
     Returns:
@@ -174,11 +177,11 @@ def rope_score_vs_distance(
 def rope_decay_bound(
     distances: torch.Tensor | list | int, head_dim: int, *, base: float = 10000.0
 ) -> torch.Tensor:
-    """RoFormer's upper bound on the relative score, (1/(d/2)) sum_j |S_j| (Su et al. 2021, Eq. 37).
+    """RoFormer's upper bound on the relative score, ``(1/(d/2)) sum_j abs(S_j)`` (Su et al. 2021, Eq. 37).
 
-    S_j = sum_{i<j} exp(1j * distance * theta_i), j = 1 .. d/2. By Abel summation
-    |sum_i h_i e^{i m theta_i}| <= (max_i |h_{i+1} - h_i|) * sum_j |S_j|; the paper plots
-    the mean of |S_j|, which decays with distance.
+    ``S_j = sum_{i<j} exp(1j * distance * theta_i)``, j = 1 .. d/2. By Abel summation
+    ``abs(sum_i h_i exp(1j m theta_i)) <= max_i abs(h_{i+1} - h_i) * sum_j abs(S_j)``; the
+    paper plots the mean of ``abs(S_j)``, which decays with distance.
 
     Returns:
         float64 tensor of the shape of ``distances``.

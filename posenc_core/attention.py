@@ -124,7 +124,7 @@ class MultiHeadSelfAttention(nn.Module):
     Args:
         d_model: model width.
         n_heads: number of heads; must divide d_model.
-        rope: None, or a :class:`RotaryEmbedding` (its head_dim must be d_model // n_heads)
+        rope: None, or a :class:`~posenc_core.rope.RotaryEmbedding` (its head_dim must be d_model // n_heads)
             applied to queries and keys.
         alibi: add ALiBi biases (causal or bidirectional to match ``causal`` in forward).
         bias: use biases in the linear projections.

@@ -344,14 +344,33 @@ def _halves(t: torch.Tensor, layout: str) -> tuple[torch.Tensor, torch.Tensor]:
     return t[..., 0::2], t[..., 1::2]
 
 
-def _rotate_into(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, out: torch.Tensor, layout: str) -> None:
-    """out = x * cos + rotate_pairs(x) * sin, written in three passes without temporaries."""
-    x1, x2 = _halves(x, layout)
-    o1, o2 = _halves(out, layout)
+def _swap_sin(sin: torch.Tensor, layout: str) -> torch.Tensor:
+    """The table ``sin_swapped`` for which ``x * sin_swapped`` is ``rotate_pairs(x) * sin`` with
+    the two elements of every pair exchanged: (sin of the second, -sin of the first)."""
+    swapped = torch.empty(sin.shape, dtype=sin.dtype, device=sin.device)
+    w1, w2 = _halves(swapped, layout)
     s1, s2 = _halves(sin, layout)
+    w1.copy_(s2)
+    torch.neg(s1, out=w2)
+    return swapped
+
+
+def _rotate_into(
+    x: torch.Tensor, cos: torch.Tensor, sin_swapped: torch.Tensor, out: torch.Tensor, tmp: torch.Tensor, layout: str
+) -> None:
+    """out = x * cos + rotate_pairs(x) * sin, with the roundings of that formula bit for bit.
+
+    ``sin_swapped`` comes from :func:`_swap_sin`; ``tmp`` is scratch of the shape of ``x``, and
+    ``out`` may be ``x`` itself. Every product and sum is its own operation, rounded once as in
+    the formula ((-a) * b == -(a * b) exactly); ``addcmul`` is avoided because it may use a
+    fused multiply-add, which rounds differently.
+    """
+    torch.mul(x, sin_swapped, out=tmp)  # pairs (x1 sin2, -x2 sin1): rotate_pairs(x) * sin, exchanged
     torch.mul(x, cos, out=out)
-    o1.addcmul_(x2, s1, value=-1)  # first of pair:  x1 cos - x2 sin
-    o2.addcmul_(x1, s2)  # second of pair: x2 cos + x1 sin
+    o1, o2 = _halves(out, layout)
+    t1, t2 = _halves(tmp, layout)
+    o1.add_(t2)  # first of pair:  x1 cos - x2 sin
+    o2.add_(t1)  # second of pair: x2 cos + x1 sin
 
 
 def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, *, layout: str = "half") -> torch.Tensor:
@@ -363,7 +382,8 @@ def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, *, layout:
 
     Without autograd the work is done in cache-sized chunks with ``out=`` arithmetic, so
     the only full passes over memory are one read of ``x`` and one write of the result
-    (see ``benchmarks/rope_benchmark.py``). bfloat16/float16 inputs are computed in float32
+    (see ``benchmarks/rope_benchmark.py``); every product and sum is rounded as in the
+    formula, so the values equal it bit for bit. bfloat16/float16 inputs are computed in float32
     and rounded once, so the result is the correctly rounded rotation of the input.
 
     Args:
@@ -382,13 +402,14 @@ def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, *, layout:
         xw = x.to(work)
         return (xw * cos + rotate_pairs(xw, layout=layout) * sin).to(x.dtype)
     s, d = x.shape[-2], x.shape[-1]
+    sin_sw = _swap_sin(sin, layout)  # rotate_pairs(x) * sin == x * sin_sw with each pair exchanged
     table_is_shared = cos.dim() <= 2 or all(n == 1 for n in cos.shape[:-2])
     if not table_is_shared:
         out = torch.empty(x.shape, dtype=work, device=x.device)
-        _rotate_into(x.to(work), cos.expand(x.shape), sin.expand(x.shape), out, layout)
+        _rotate_into(x.to(work), cos, sin_sw, out, torch.empty_like(out), layout)
         return out.to(x.dtype)
     cos2 = cos.reshape(cos.shape[-2:]) if cos.dim() >= 2 else cos.reshape(1, d)  # (s or 1, d)
-    sin2 = sin.reshape(cos2.shape)
+    sin2 = sin_sw.reshape(cos2.shape)
     if x.numel() == 0:  # e.g. an empty sequence: nothing to rotate, and reshape(-1, 0, d) fails
         return torch.empty(x.shape, dtype=x.dtype, device=x.device)
     xs = x.reshape(-1, s, d)  # (n, s, d); a view when x is contiguous
@@ -399,18 +420,24 @@ def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, *, layout:
     rows_per_chunk = max(1, _CHUNK_ELEMENTS // max(1, s * d))
     seq_per_chunk = s if s * d <= _CHUNK_ELEMENTS else max(1, _CHUNK_ELEMENTS // d)
     low = work != x.dtype
+    # scratch shared by all chunks: a fresh allocation per chunk would page-fault every time
+    chunk_shape = (min(n, rows_per_chunk), min(s, seq_per_chunk), d)
+    tmp = torch.empty(chunk_shape, dtype=work, device=x.device)
+    xwork = torch.empty(chunk_shape, dtype=work, device=x.device) if low else None
     for r0 in range(0, n, rows_per_chunk):
         for p0 in range(0, s, seq_per_chunk):
             xb = xs[r0 : r0 + rows_per_chunk, p0 : p0 + seq_per_chunk]
             ob = outs[r0 : r0 + rows_per_chunk, p0 : p0 + seq_per_chunk]
             cb = cos2 if cos2.shape[0] == 1 else cos2[p0 : p0 + seq_per_chunk]
             sb = sin2 if sin2.shape[0] == 1 else sin2[p0 : p0 + seq_per_chunk]
-            if low:
-                tmp = torch.empty(xb.shape, dtype=work, device=x.device)
-                _rotate_into(xb.to(work), cb, sb, tmp, layout)
-                ob.copy_(tmp)
+            tb = tmp[: xb.shape[0], : xb.shape[1]]
+            if xwork is not None:  # low precision: rotate a float32 copy in place, round once
+                xw = xwork[: xb.shape[0], : xb.shape[1]]
+                xw.copy_(xb)
+                _rotate_into(xw, cb, sb, xw, tb, layout)
+                ob.copy_(xw)
             else:
-                _rotate_into(xb, cb, sb, ob, layout)
+                _rotate_into(xb, cb, sb, ob, tb, layout)
     return out
 
 

@@ -97,6 +97,67 @@ def first_rise(curve: torch.Tensor) -> int | None:
     return None if ups.numel() == 0 else int(ups[0, 0]) + 1
 
 
+def largest_reversal(curve: torch.Tensor) -> tuple[float, int, int]:
+    """The largest amount by which a farther offset beats a nearer one on a similarity curve.
+
+    Returns the largest ``curve[far] - curve[near]`` over ``near < far`` (0.0 and equal
+    offsets for a curve that never rises), with the two offsets.
+
+    Args:
+        curve: 1-D similarity-versus-offset values, e.g. from :func:`sinusoidal_similarity`.
+
+    Returns:
+        ``(gap, near, far)``.
+    """
+    v.tensor("curve", curve, min_dim=1)
+    s = curve.detach().to(torch.float64).flatten()
+    later_max = torch.flip(torch.cummax(torch.flip(s, [0]), 0).values, [0])  # max of s at offsets >= k
+    near = int(torch.argmax(later_max - s))
+    far = near + int(torch.argmax(s[near:]))
+    return float(s[far] - s[near]), near, far
+
+
+def neighbour_distance(d_model: int, *, base: float = 10000.0) -> float:
+    """Distance between the sinusoidal encodings of neighbouring positions, the same for every p.
+
+    ``|PE(p+1) - PE(p)|**2 = sum_i 2 (1 - cos omega_i)``, from the angle-addition formulas.
+
+    Returns:
+        the distance, a float.
+    """
+    omega = frequencies(d_model, base=base)
+    return float((2 * (1 - torch.cos(omega))).sum().sqrt())
+
+
+def count_pairs(
+    head_or_model_dim: int, length: int, *, base: float = 10000.0, frozen_angle: float = 0.1
+) -> dict[str, int]:
+    """Sort the (sin, cos) pairs by how far they turn over a sequence of ``length`` positions.
+
+    Pair i turns by ``omega_i * length`` radians in total (the same frequencies serve the
+    sinusoidal table with d_model and RoPE with head_dim).
+
+    Args:
+        head_or_model_dim: d_model (or head_dim), positive and even.
+        length: sequence length L, a positive integer.
+        base: frequency base.
+        frozen_angle: pairs turning less than this many radians count as frozen.
+
+    Returns:
+        dict with ``full_turn`` (omega_i L >= 2 pi: at least one full cycle), ``frozen``
+        (omega_i L < frozen_angle) and ``partial`` (the rest). An angle exactly on a
+        threshold falls on the side its float64 value gives.
+    """
+    length = v.positive_int("length", length)
+    frozen_angle = v.real_number("frozen_angle", frozen_angle)
+    if not 0 < frozen_angle < 2 * math.pi:
+        raise ValueError(f"frozen_angle must be in (0, 2*pi), got {frozen_angle}")
+    angle = frequencies(head_or_model_dim, base=base) * length  # (d/2,)
+    full = int((angle >= 2 * math.pi).sum())
+    frozen = int((angle < frozen_angle).sum())
+    return {"full_turn": full, "partial": angle.numel() - full - frozen, "frozen": frozen}
+
+
 def nearest_neighbour_margin(table: torch.Tensor) -> dict[str, Any]:
     """How distinguishable the rows of a table are.
 

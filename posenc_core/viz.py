@@ -151,7 +151,7 @@ def wavelength_figure(
     d_model: int, bases: Sequence[float], *, lengths: Mapping[str, float] | None = None, height: float = 3.6
 ) -> Figure:
     """Wavelength 2*pi/omega_i of every (sin, cos) pair, one curve per base, log scale."""
-    curves = {f"base {b:g}": wavelengths(d_model, base=b) for b in bases}
+    curves = {f"base {b:,.0f}": wavelengths(d_model, base=b) for b in bases}
     x = np.arange(d_model // 2)
     return curves_figure(
         x, curves, xlabel="pair index i (dimensions 2i, 2i+1)", ylabel="wavelength (positions)",

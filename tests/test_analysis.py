@@ -102,3 +102,26 @@ def test_score_decomposition_sums_to_the_full_score():
 def test_bad_arguments(call, exc, match):
     with pytest.raises(exc, match=match):
         call()
+
+
+def test_count_pairs_matches_a_direct_count():
+    """Pairs with omega_i L >= 2 pi make a full turn; the closed form floor(d/2 log(L/2pi)/log b) + 1
+    (from omega_i = b^(-2i/d)) gives the same count."""
+    for d, length, base in [(512, 512, 10000.0), (128, 8192, 500000.0), (64, 100, 100.0), (128, 131072, 10000.0)]:
+        counts = pc.count_pairs(d, length, base=base)
+        omegas = [base ** (-2 * i / d) for i in range(d // 2)]
+        assert counts["full_turn"] == sum(w * length >= 2 * math.pi for w in omegas)
+        assert counts["frozen"] == sum(w * length < 0.1 for w in omegas)
+        assert sum(counts.values()) == d // 2
+        closed = min(d // 2, math.floor(d / 2 * math.log(length / (2 * math.pi)) / math.log(base)) + 1)
+        assert counts["full_turn"] == closed
+    with pytest.raises(ValueError, match="frozen_angle"):
+        pc.count_pairs(8, 10, frozen_angle=7.0)
+
+
+def test_neighbour_distance_and_largest_reversal():
+    table = pc.sinusoidal_table(2, 64, base=500.0, dtype=torch.float64)
+    assert math.isclose(pc.neighbour_distance(64, base=500.0), (table[1] - table[0]).norm().item(), rel_tol=1e-12)
+    gap, near, far = pc.largest_reversal(torch.tensor([1.0, 0.2, 0.5, 0.1, 0.9], dtype=torch.float64))
+    assert (near, far) == (3, 4) and math.isclose(gap, 0.8)
+    assert pc.largest_reversal(torch.tensor([3.0, 2.0, 1.0])) == (0.0, 0, 0)

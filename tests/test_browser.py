@@ -1,0 +1,216 @@
+"""The built book in a real browser (Debian's chromium driven by Playwright), served on
+localhost with every request that leaves the machine blocked and recorded.
+
+Runs after the build (`make test` sets BOOK_BUILT=1). Checks, on every chapter page: no
+console errors, no failed or external requests, rendered math; every widget control,
+operated by keyboard and by pointer, changes the visible figure and its readout matches the
+figure shown; the launch buttons point at the configured repository and notebook.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import pathlib
+import re
+import shutil
+import threading
+from urllib.parse import urlparse
+
+import pytest
+import yaml
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+HTML = ROOT / "_build" / "html"
+CHAPTERS = sorted(p.stem for p in (ROOT / "chapters").glob("*.ipynb"))
+CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+
+if not (HTML / "index.html").exists():
+    if os.environ.get("BOOK_BUILT"):
+        raise RuntimeError("BOOK_BUILT is set but _build/html/index.html is missing")
+    pytest.skip("the book has not been built (run `make book`)", allow_module_level=True)
+if not pathlib.Path(CHROMIUM).exists():
+    if os.environ.get("BOOK_BUILT"):
+        raise RuntimeError(f"no chromium at {CHROMIUM}: .ci/run installs Debian's chromium")
+    pytest.skip("chromium is not installed", allow_module_level=True)
+
+sync_api = pytest.importorskip("playwright.sync_api")
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):  # keep test output readable
+        pass
+
+
+@pytest.fixture(scope="module")
+def server():
+    handler = functools.partial(_QuietHandler, directory=str(HTML))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(
+            executable_path=CHROMIUM,
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                  "--disable-sync", "--no-first-run", "--disable-quic"],
+        )
+        yield b
+        b.close()
+
+
+class Visit:
+    """One page load with every request outside the test server blocked and recorded."""
+
+    def __init__(self, browser, server: str, path: str):
+        self.context = browser.new_context(viewport={"width": 1280, "height": 900})
+        self.external: list[str] = []
+        self.failed: list[str] = []
+        self.console_errors: list[str] = []
+        origin = urlparse(server).netloc
+
+        def route(r):
+            if urlparse(r.request.url).netloc == origin:
+                r.continue_()
+            else:
+                self.external.append(r.request.url)
+                r.abort()
+
+        self.context.route("**/*", route)
+        self.page = self.context.new_page()
+        self.page.on("console", lambda m: m.type == "error" and self.console_errors.append(m.text))
+        self.page.on("pageerror", lambda e: self.console_errors.append(str(e)))
+        self.page.on("requestfailed", lambda r: self.failed.append(r.url))
+        self.page.goto(f"{server}/{path}", wait_until="networkidle")
+
+    def close(self):
+        self.context.close()
+
+
+@pytest.fixture
+def visit(browser, server):
+    opened = []
+
+    def _open(path):
+        v = Visit(browser, server, path)
+        opened.append(v)
+        return v
+
+    yield _open
+    for v in opened:
+        v.close()
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_page_loads_cleanly_offline_with_rendered_math(visit, chapter):
+    v = visit(f"chapters/{chapter}.html")
+    v.page.wait_for_selector("mjx-container", timeout=20000)
+    assert v.page.locator("mjx-container").count() > 5
+    assert v.page.locator("text=Math input error").count() == 0
+    assert v.external == [], f"requests that left the machine: {v.external[:5]}"
+    assert v.failed == [], f"failed requests: {v.failed[:5]}"
+    assert v.console_errors == [], v.console_errors[:5]
+
+
+def visible_label(explorer) -> str:
+    labels = explorer.locator(".posenc-frame-label")
+    shown = [labels.nth(i).inner_text() for i in range(labels.count()) if labels.nth(i).is_visible()]
+    assert len(shown) == 1, f"expected one visible frame, found {shown}"
+    return shown[0]
+
+
+def readouts(explorer) -> list[str]:
+    texts = []
+    controls = explorer.locator(".posenc-control")
+    for i in range(controls.count()):
+        control = controls.nth(i)
+        readout = control.locator(".widget-readout")
+        if readout.count():
+            texts.append(readout.first.inner_text().strip())
+        else:  # toggle buttons / dropdowns: the selected option is the readout
+            selected = control.locator(".mod-active, option:checked")
+            texts.append(selected.first.inner_text().strip())
+    return texts
+
+
+def assert_readouts_match(explorer):
+    label = visible_label(explorer)
+    for text in readouts(explorer):
+        assert text and text in label, f"readout {text!r} not in the visible frame {label!r}"
+
+
+def widget_pages():
+    pages = []
+    for chapter in CHAPTERS:
+        if "posenc-explorer" in (HTML / "chapters" / f"{chapter}.html").read_text(encoding="utf-8"):
+            pages.append(chapter)
+    return pages
+
+
+@pytest.mark.parametrize("chapter", widget_pages())
+def test_every_control_changes_the_figure_by_keyboard_and_pointer(visit, chapter):
+    v = visit(f"chapters/{chapter}.html")
+    v.page.wait_for_selector(".posenc-explorer .posenc-frame-label", timeout=30000)
+    explorers = v.page.locator(".posenc-explorer")
+    assert explorers.count() >= 1
+    for e in range(explorers.count()):
+        explorer = explorers.nth(e)
+        explorer.scroll_into_view_if_needed()
+        assert_readouts_match(explorer)
+        controls = explorer.locator(".posenc-control")
+        assert controls.count() >= 1
+        for c in range(controls.count()):
+            control = controls.nth(c)
+            before = visible_label(explorer)
+            handle = control.locator(".noUi-handle")
+            if handle.count():
+                # keyboard: focus the handle and step
+                handle.first.focus()
+                v.page.keyboard.press("End")
+                after_key = visible_label(explorer)
+                if after_key == before:
+                    v.page.keyboard.press("Home")
+                    after_key = visible_label(explorer)
+                assert after_key != before, f"keyboard did not change the figure ({chapter}, control {c})"
+                assert_readouts_match(explorer)
+                # pointer: click the middle of the track
+                track = control.locator(".noUi-target").first
+                box = track.bounding_box()
+                v.page.mouse.click(box["x"] + box["width"] * 0.5, box["y"] + box["height"] / 2)
+                after_click = visible_label(explorer)
+                assert after_click != after_key, f"pointer did not change the figure ({chapter}, control {c})"
+                assert_readouts_match(explorer)
+            else:
+                buttons = control.locator("button")
+                assert buttons.count() >= 2, f"control {c} is neither a slider nor toggle buttons"
+                for b in range(buttons.count()):
+                    if "mod-active" not in (buttons.nth(b).get_attribute("class") or ""):
+                        buttons.nth(b).click()
+                        break
+                assert visible_label(explorer) != before, f"clicking did not change the figure ({chapter}, control {c})"
+                assert_readouts_match(explorer)
+                buttons.nth(0).focus()
+                v.page.keyboard.press("Enter")
+                assert_readouts_match(explorer)
+    assert v.console_errors == [], v.console_errors[:5]
+    assert v.external == []
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_launch_buttons_point_at_the_repository_and_notebook(visit, chapter):
+    v = visit(f"chapters/{chapter}.html")
+    repo, branch = CONFIG["repository"]["url"], CONFIG["repository"]["branch"]
+    org_repo = urlparse(repo).path.strip("/")
+    hrefs = v.page.eval_on_selector_all("a[href]", "els => els.map(e => e.href)")
+    binder = [h for h in hrefs if "mybinder.org" in h]
+    colab = [h for h in hrefs if "colab.research.google.com" in h]
+    assert binder == [f"{CONFIG['launch_buttons']['binderhub_url']}/v2/gh/{org_repo}/{branch}?urlpath=lab/tree/chapters/{chapter}.ipynb"]
+    assert colab == [f"{CONFIG['launch_buttons']['colab_url']}/github/{org_repo}/blob/{branch}/chapters/{chapter}.ipynb"]
+    assert repo in hrefs

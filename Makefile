@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check
 JB := $(VENV)/bin/jupyter-book
 
-.PHONY: book vendor chromium test unit bench bench-quick lab clean
+.PHONY: book vendor chromium test unit bench bench-widgets bench-quick lab clean
 
 # Tests that need the built book (and, for the browser tests, Debian's chromium).
 POSTBUILD := tests/test_built_book.py tests/test_offline.py tests/test_browser.py
@@ -57,6 +57,9 @@ test: $(VENV)/.test-ok chromium
 
 bench: $(VENV)/.test-ok
 	$(PY) benchmarks/rope_benchmark.py
+
+bench-widgets: $(VENV)/.test-ok
+	$(PY) benchmarks/widget_benchmark.py
 
 bench-quick: $(VENV)/.test-ok
 	$(PY) benchmarks/rope_benchmark.py --quick

@@ -1,0 +1,883 @@
+"""Interactive explorers for the chapters, built with ipywidgets.
+
+One function per explorer (:func:`sinusoidal_explorer`, :func:`base_explorer`,
+:func:`unit_circle_explorer`, :func:`rope_decay_explorer`, :func:`rope_scaling_explorer`).
+Each returns an :class:`Explorer`, which displays itself when it is the last expression of a
+notebook cell. It works in one of two modes:
+
+* ``"live"``: real controls (sliders, buttons) whose callbacks recompute the numbers with
+  posenc_core and redraw one matplotlib figure, shown as a PNG in an ``ipywidgets.Image``.
+  Needs a running kernel (Jupyter, Colab, Binder).
+* ``"static"``: every control is an ``ipywidgets.SelectionSlider`` (or ``ToggleButtons`` for a
+  choice between names) over a fixed grid of values, documented in each explorer's docstring;
+  continuous parameters snap to that grid. The figure for every grid point is drawn in
+  advance and stored in an ``ipywidgets.Stack``, and ``ipywidgets.jslink`` connects each
+  control's ``index`` to the ``selected_index`` of the stacks it drives, so the pages of the
+  built book switch figures in the browser without a kernel. With two controls, the outer
+  stack follows the first control and each of its children is an inner stack that follows
+  the second.
+
+``mode="auto"`` (the default) is static when the environment variable
+``POSENC_STATIC_WIDGETS`` is ``1`` (the book build sets it) and ``ipywidgets.Stack`` exists
+(ipywidgets >= 8; Colab's older ipywidgets lacks it), and live otherwise.
+
+Hooks for tests and browsers: the outer container has the CSS classes ``posenc-explorer``
+and ``posenc-explorer-<name>``; each control has ``posenc-control`` and a ``description``
+naming its parameter; each figure is a ``VBox`` of class ``posenc-frame`` holding an ``HTML``
+label of class ``posenc-frame-label`` (the frame's parameter values, written as the controls
+show them, e.g. ``base = 10000``, joined by " · ") and an ``Image`` of class
+``posenc-frame-image``. After the widget an explorer also displays
+``<noscript><img class="posenc-noscript" ...></noscript>`` with the default figure, for a page
+read without JavaScript.
+
+This module imports ipywidgets, IPython and matplotlib (through :mod:`posenc_core.viz`); the
+numerical modules never import it.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import math
+import numbers
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import ipywidgets
+import numpy as np
+import torch
+
+from . import viz
+from .analysis import rope_decay_bound, rope_score_vs_distance, sinusoidal_similarity
+from .rope import rope_frequencies
+from .rotation import shift_matrix
+from .sinusoidal import frequencies, sinusoidal_encoding, sinusoidal_table, wavelengths
+
+__all__ = [
+    "Explorer",
+    "MODES",
+    "STATIC_ENV",
+    "BASE_GRID",
+    "SCALING_METHODS",
+    "base_explorer",
+    "resolve_mode",
+    "rope_decay_explorer",
+    "rope_scaling_explorer",
+    "scaling_setup",
+    "sinusoidal_explorer",
+    "unit_circle_explorer",
+]
+
+MODES = ("auto", "live", "static")
+STATIC_ENV = "POSENC_STATIC_WIDGETS"
+"""The environment variable that, set to ``1``, makes ``mode="auto"`` build static explorers."""
+
+LIVE_DPI = 72
+STATIC_DPI = 72
+STATIC_COLORS = 64  # palette size of prerendered frames: about a third of a full-colour PNG
+
+
+def resolve_mode(mode: str = "auto") -> str:
+    """The mode an explorer built with ``mode`` uses: ``"live"`` or ``"static"``.
+
+    Args:
+        mode: ``"auto"``, ``"live"`` or ``"static"``. ``"auto"`` gives ``"static"`` when the
+            environment variable ``POSENC_STATIC_WIDGETS`` is ``"1"`` and ``ipywidgets.Stack``
+            exists, else ``"live"``.
+
+    Returns:
+        ``"live"`` or ``"static"``.
+    """
+    if not isinstance(mode, str) or mode not in MODES:
+        raise ValueError(f"mode must be one of {', '.join(repr(m) for m in MODES)}; got {mode!r}")
+    has_stack = getattr(ipywidgets, "Stack", None) is not None
+    if mode == "static" and not has_stack:
+        raise ValueError(
+            f"mode='static' needs ipywidgets.Stack (ipywidgets >= 8), but ipywidgets {ipywidgets.__version__} "
+            f"lacks it; use mode='live'"
+        )
+    if mode == "auto":
+        return "static" if os.environ.get(STATIC_ENV) == "1" and has_stack else "live"
+    return mode
+
+
+# --------------------------------------------------------------------------- argument checks
+
+
+def _int_in(name: str, value: object, lo: int, hi: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer in {lo}..{hi}, got {type(value).__name__} {value!r}")
+    if not lo <= value <= hi:
+        raise ValueError(f"{name} must be an integer in {lo}..{hi}, got {value}")
+    return int(value)
+
+
+def _real_in(name: str, value: object, lo: float, hi: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number in [{lo:g}, {hi:g}], got {type(value).__name__} {value!r}")
+    value = float(value)
+    if not (math.isfinite(value) and lo * (1 - 1e-12) <= value <= hi * (1 + 1e-12)):
+        raise ValueError(f"{name} must be a real number in [{lo:g}, {hi:g}], got {value!r}")
+    return min(max(value, lo), hi)
+
+
+def _one_of(name: str, value: object, options: Sequence[Any]) -> Any:
+    for option in options:
+        if isinstance(option, str):
+            if isinstance(value, str) and value == option:
+                return option
+        elif isinstance(value, numbers.Real) and not isinstance(value, bool) and value == option:
+            return option
+    raise ValueError(f"{name} must be one of {', '.join(str(o) for o in options)}; got {value!r}")
+
+
+def _positive_int(name: str, value: object, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer >= {minimum}, got {type(value).__name__} {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value}")
+    return int(value)
+
+
+def _base(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) or value <= 1:
+        raise ValueError(f"{name} must be a finite number greater than 1, got {value!r}")
+    return float(value)
+
+
+# --------------------------------------------------------------------------- parameters
+
+
+def _fmt_int(value: Any) -> str:
+    return f"{value:.0f}"
+
+
+@dataclass(frozen=True)
+class _Param:
+    """One parameter of an explorer and how its control looks in each mode.
+
+    ``live`` is ``("int", lo, hi)`` (IntSlider), ``("log", base, lo_exp, hi_exp, step)``
+    (FloatLogSlider, values ``base**x``), ``("select", options)`` (SelectionSlider) or
+    ``("buttons", options)`` (ToggleButtons).
+    """
+
+    name: str  # keyword of Explorer.set, key of .controls and .grid
+    description: str  # the control's description and the name in frame labels
+    grid: tuple  # the static grid
+    default: Any
+    live: tuple
+    fmt: Callable[[Any], str] = _fmt_int  # a value as the control shows it
+    to_param: Callable[[Any], Any] = field(default=lambda v: v)  # live control value -> parameter value
+    readout_format: str = ".0f"  # FloatLogSlider readout, matching fmt
+
+    @property
+    def categorical(self) -> bool:
+        return self.live[0] == "buttons"
+
+    def live_values(self) -> list:
+        kind = self.live[0]
+        if kind == "int":
+            return list(range(self.live[1], self.live[2] + 1))
+        if kind == "log":
+            _, b, lo, hi, step = self.live
+            n = int(round((hi - lo) / step))
+            values = [self.to_param(float(b ** (lo + j * step))) for j in range(n + 1)]
+            return list(dict.fromkeys(values))  # distinct, in order
+        return list(self.live[1])
+
+    def check_live(self, value: Any) -> Any:
+        kind = self.live[0]
+        if kind == "int":
+            return _int_in(self.name, value, self.live[1], self.live[2])
+        if kind == "log":
+            _, b, lo, hi, _ = self.live
+            return self.to_param(_real_in(self.name, value, float(b**lo), float(b**hi)))
+        return _one_of(self.name, value, self.live[1])
+
+    def check_static(self, value: Any) -> Any:
+        try:
+            return _one_of(self.name, value, self.grid)
+        except ValueError as err:
+            raise ValueError(
+                f"{err} (a static explorer has a figure for each grid value only; build it with mode='live' "
+                f"for other values)"
+            ) from None
+
+    def make_live(self, value: Any) -> ipywidgets.Widget:
+        kind = self.live[0]
+        common = {"description": self.description, "style": {"description_width": "initial"}}
+        if kind == "int":
+            return ipywidgets.IntSlider(value=value, min=self.live[1], max=self.live[2], **common)
+        if kind == "log":
+            _, b, lo, hi, step = self.live
+            return ipywidgets.FloatLogSlider(
+                value=value, base=b, min=lo, max=hi, step=step, readout_format=self.readout_format, **common
+            )
+        options = [(self.fmt(v), v) for v in self.live[1]]
+        index = list(self.live[1]).index(value)
+        if kind == "select":
+            return ipywidgets.SelectionSlider(options=options, index=index, **common)
+        return ipywidgets.ToggleButtons(options=options, index=index, **common)
+
+    def make_static(self, value: Any) -> ipywidgets.Widget:
+        options = [(self.fmt(v), v) for v in self.grid]
+        common = {"description": self.description, "style": {"description_width": "initial"}}
+        index = list(self.grid).index(value)
+        if self.categorical:
+            return ipywidgets.ToggleButtons(options=options, index=index, **common)
+        return ipywidgets.SelectionSlider(options=options, index=index, **common)
+
+
+Data = dict[str, Any]
+
+
+# --------------------------------------------------------------------------- the explorer
+
+
+class Explorer:
+    """An interactive figure: controls, the figure they select, and the numbers behind it.
+
+    Built by the explorer functions of this module; display it (make it the last expression
+    of a cell) to show it.
+
+    Args:
+        name: the explorer's name, used in CSS classes.
+        params: its parameters (private ``_Param`` records: grid, live control, readout format).
+        compute: values -> data, the numbers to plot (computed with posenc_core).
+        draw: (data, values, figure or None) -> the figure, drawn anew or updated in place.
+        alt: (values, data) -> a description of the figure, for the ``<noscript>`` image.
+        mode: ``"auto"``, ``"live"`` or ``"static"`` (see :func:`resolve_mode`).
+        extra_label: optional (values, data) -> text appended to the frame labels.
+
+    Attributes:
+        name: the explorer's name, e.g. ``"base"`` (CSS class ``posenc-explorer-base``).
+        mode: ``"live"`` or ``"static"``.
+        controls: dict parameter name -> control widget.
+        grid: dict parameter name -> the values its control can take (the static grid, or
+            every value of the live control's range).
+        data: dict of the numpy arrays (and numbers) plotted for the current values,
+            computed with posenc_core.
+        widget: the top-level ipywidgets container.
+        last_error: the most recent exception raised while updating (None if none was);
+            :meth:`set` re-raises it, callbacks triggered in the browser only record it.
+        links: static mode: the ``jslink`` Link widgets, control ``index`` -> stack
+            ``selected_index``; empty in live mode.
+        stacks: static mode: the Stack widgets per level (``stacks[0]`` = [outer stack],
+            ``stacks[1]`` = the inner stacks); empty in live mode.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        params: Sequence[_Param],
+        compute: Callable[[dict], Data],
+        draw: Callable[[Data, dict, Any], Any],
+        alt: Callable[[dict, Data], str],
+        *,
+        mode: str = "auto",
+        extra_label: Callable[[dict, Data], str] | None = None,
+    ) -> None:
+        self.name = name
+        self.mode = resolve_mode(mode)
+        self._params = {p.name: p for p in params}
+        self._compute, self._draw, self._alt, self._extra = compute, draw, alt, extra_label
+        self._fig: Any = None
+        self._suspend = False
+        self.last_error: BaseException | None = None
+        self.links: list = []
+        self.stacks: list[list] = []
+        self.data: Data = {}
+        values = {p.name: p.default for p in params}
+        if self.mode == "static":
+            self._build_static(values)
+        else:
+            self._build_live(values)
+        self._default_values = dict(values)
+
+    # ----------------------------------------------------------------------- public API
+
+    @property
+    def values(self) -> dict:
+        """The current parameter values (as numbers or names, not as control readouts)."""
+        out = {}
+        for name, p in self._params.items():
+            control = self.controls[name]
+            if self.mode == "static":
+                out[name] = p.grid[control.index]
+            else:
+                out[name] = p.to_param(control.value)
+        return out
+
+    def label(self) -> str:
+        """The label of the figure shown now, e.g. ``"base = 10000"`` (see :meth:`label_for`)."""
+        return self.label_for(self.values, self.data)
+
+    def label_for(self, values: Mapping[str, Any], data: Data) -> str:
+        """The frame label for ``values`` given the ``data`` computed for them.
+
+        Each parameter is written as its control's readout shows it, ``description = value``,
+        joined by " · " (e.g. ``"d_model = 128 · position = 40"``); some explorers append a
+        computed value (e.g. the score at the marked distance).
+
+        Returns:
+            the label text (plain text; it is HTML-escaped where it is shown).
+        """
+        text = " · ".join(f"{p.description} = {p.fmt(values[p.name])}" for p in self._params.values())
+        if self._extra is not None:
+            text += " · " + self._extra(dict(values), data)
+        return text
+
+    def set(self, **values: Any) -> Explorer:
+        """Set controls programmatically and update (live: recompute and redraw; static:
+        select the prerendered frame, recompute :attr:`data`).
+
+        Args:
+            **values: parameter name -> value, e.g. ``set(base=500000)``. In static mode the
+                value must be one of :attr:`grid`'s values.
+
+        Returns:
+            the explorer itself.
+        """
+        unknown = sorted(set(values) - set(self._params))
+        if unknown:
+            raise TypeError(
+                f"set() got unknown parameter(s) {', '.join(unknown)}; the {self.name} explorer has "
+                f"{', '.join(self._params)}"
+            )
+        checked = {}
+        for name, value in values.items():
+            p = self._params[name]
+            checked[name] = p.check_static(value) if self.mode == "static" else p.check_live(value)
+        self._suspend = True
+        try:
+            for name, value in checked.items():
+                p, control = self._params[name], self.controls[name]
+                if self.mode == "static":
+                    control.index = list(p.grid).index(value)
+                elif p.live[0] in ("select", "buttons"):
+                    control.index = list(p.live[1]).index(value)
+                else:
+                    control.value = value
+        finally:
+            self._suspend = False
+        self._update(raise_errors=True)
+        return self
+
+    def figure_png(self) -> bytes:
+        """The PNG bytes of the figure currently shown."""
+        if self.mode == "live":
+            return bytes(self._image.value)
+        return bytes(self._current_frame().children[1].value)
+
+    def noscript_html(self) -> str:
+        """``<noscript><img class="posenc-noscript" ...></noscript>`` with the default figure."""
+        alt = html.escape(self._alt(self._default_values, self._default_data) + " (static image: enable JavaScript "
+                          "to use the controls)", quote=True)
+        src = "data:image/png;base64," + base64.b64encode(self._default_png).decode("ascii")
+        return f'<noscript><img class="posenc-noscript" alt="{alt}" src="{src}"></noscript>'
+
+    def _ipython_display_(self) -> None:
+        from IPython.display import HTML, display
+
+        display(self.widget)
+        display(HTML(self.noscript_html()))
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        return self.widget._repr_mimebundle_(**kwargs)
+
+    def __repr__(self) -> str:
+        return f"<Explorer {self.name!r} ({self.mode}): {self.label()}>"
+
+    # ----------------------------------------------------------------------- building
+
+    def _container(self, controls: list, body: ipywidgets.Widget) -> ipywidgets.Widget:
+        for control in controls:
+            control.add_class("posenc-control")
+        box = ipywidgets.VBox([ipywidgets.VBox(controls), body])
+        box.add_class("posenc-explorer")
+        box.add_class(f"posenc-explorer-{self.name}")
+        return box
+
+    def _render(self, values: dict, *, colors: int | None, dpi: int) -> tuple[bytes, Data]:
+        data = self._compute(values)
+        self._fig = self._draw(data, values, self._fig)
+        return viz.figure_png(self._fig, dpi=dpi, colors=colors), data
+
+    def _build_live(self, values: dict) -> None:
+        self.controls = {name: p.make_live(values[name]) for name, p in self._params.items()}
+        self.grid = {name: p.live_values() for name, p in self._params.items()}
+        self._label = ipywidgets.HTML()
+        self._label.add_class("posenc-frame-label")
+        self._image = ipywidgets.Image(format="png")
+        self._image.add_class("posenc-frame-image")
+        frame = ipywidgets.VBox([self._label, self._image])
+        frame.add_class("posenc-frame")
+        self.widget = self._container(list(self.controls.values()), frame)
+        self._redraw()
+        self._default_png = viz.figure_png(self._fig, dpi=STATIC_DPI, colors=STATIC_COLORS)  # for <noscript>
+        self._default_data = self.data
+        for control in self.controls.values():
+            control.observe(self._on_change, names="value")
+
+    def _build_static(self, values: dict) -> None:
+        params = list(self._params.values())
+        for p in params:
+            if p.default not in p.grid:
+                raise ValueError(f"the default {p.name} = {p.default!r} is not on the static grid {p.grid}")
+        self.controls = {p.name: p.make_static(values[p.name]) for p in params}
+        self.grid = {p.name: list(p.grid) for p in params}
+        # Frames share their Layout and style models: one model each instead of one per frame
+        # keeps the state stored in the page small.
+        shared = {k: ipywidgets.Layout() for k in ("frame", "label", "image", "stack")}
+        label_style = ipywidgets.widgets.widget_string.HTMLStyle()
+        self.stacks = [[] for _ in params]
+        self._frames: dict[tuple, ipywidgets.Widget] = {}
+
+        def frame(vals: dict) -> ipywidgets.Widget:
+            png, data = self._render(vals, colors=STATIC_COLORS, dpi=STATIC_DPI)
+            label = ipywidgets.HTML(value=html.escape(self.label_for(vals, data)), layout=shared["label"],
+                                    style=label_style)
+            label.add_class("posenc-frame-label")
+            image = ipywidgets.Image(value=png, format="png", layout=shared["image"])
+            image.add_class("posenc-frame-image")
+            box = ipywidgets.VBox([label, image], layout=shared["frame"])
+            box.add_class("posenc-frame")
+            key = tuple(vals[p.name] for p in params)
+            self._frames[key] = box
+            if key == tuple(values[p.name] for p in params):
+                self._default_png, self._default_data = png, data
+            return box
+
+        def build(level: int, fixed: dict) -> ipywidgets.Widget:
+            p = params[level]
+            children = []
+            for v in p.grid:
+                vals = {**fixed, p.name: v}
+                children.append(frame(vals) if level == len(params) - 1 else build(level + 1, vals))
+            stack = ipywidgets.Stack(children, selected_index=list(p.grid).index(values[p.name]),
+                                     layout=shared["stack"])
+            stack.add_class("posenc-stack")
+            self.links.append(ipywidgets.jslink((self.controls[p.name], "index"), (stack, "selected_index")))
+            self.stacks[level].append(stack)
+            return stack
+
+        top = build(0, {})
+        self._fig = None  # the prerendered frames hold the pictures; free the figure
+        self.widget = self._container(list(self.controls.values()), top)
+        self.data = self._compute(values)
+        for control in self.controls.values():
+            control.observe(self._on_change, names="index")
+
+    # ----------------------------------------------------------------------- updating
+
+    def _on_change(self, change: Any) -> None:
+        if not self._suspend:
+            self._update()
+
+    def _update(self, raise_errors: bool = False) -> None:
+        try:
+            if self.mode == "live":
+                self._redraw()
+            else:
+                self._select()
+        except Exception as err:  # shown to the reader and kept for tests; .set re-raises
+            self.last_error = err
+            if self.mode == "live":
+                self._label.value = f'<span style="color:#D55E00">error: {html.escape(repr(err))}</span>'
+            if raise_errors:
+                raise
+
+    def _redraw(self) -> None:
+        values = self.values
+        png, data = self._render(values, colors=None, dpi=LIVE_DPI)
+        self._image.value = png
+        self._label.value = html.escape(self.label_for(values, data))
+        self.data = data
+
+    def _select(self) -> None:
+        """Static mode, kernel side: do what the jslinks do in the browser, and recompute data."""
+        for p, stacks in zip(self._params.values(), self.stacks):
+            index = self.controls[p.name].index
+            for stack in stacks:
+                stack.selected_index = index
+        self.data = self._compute(self.values)
+
+    def _current_frame(self) -> ipywidgets.Widget:
+        node = self.stacks[0][0]
+        while isinstance(node, ipywidgets.Stack):
+            node = node.children[node.selected_index]
+        return node
+
+
+# --------------------------------------------------------------------------- explorers
+
+
+def sinusoidal_explorer(*, n_positions: int = 100, base: float = 10000.0, mode: str = "auto") -> Explorer:
+    """The sinusoidal table as a heatmap, with one position's row (its fingerprint) outlined
+    and plotted underneath.
+
+    Controls:
+        ``d_model``: the width. Static grid 32, 64, 128, 256; live 16, 32, 64, 128, 256, 512.
+        ``position``: the highlighted row. Static grid 0, 5, 10, ..., 95 (every 5th row of
+        ``n_positions`` = 100; in general ``range(0, n_positions, max(1, n_positions // 20))``);
+        live every row 0 .. n_positions - 1.
+        Defaults: d_model = 128, position = 40 (the last grid row at or below 40).
+
+    Data: ``table`` (n_positions, d_model), ``fingerprint`` (d_model,) = ``table[position]``,
+    from :func:`~posenc_core.sinusoidal.sinusoidal_table` in float64.
+
+    Args:
+        n_positions: rows of the table, an integer >= 2.
+        base: frequency base, finite and > 1.
+        mode: ``"auto"``, ``"live"`` or ``"static"`` (see :func:`resolve_mode`).
+
+    Returns:
+        an :class:`Explorer` named ``"sinusoidal"``.
+    """
+    n = _positive_int("n_positions", n_positions, 2)
+    base = _base("base", base)
+    step = max(1, n // 20)
+    grid = tuple(range(0, n, step))
+    default = max(p for p in grid if p <= min(40, n - 1))
+    params = [
+        _Param("d_model", "d_model", (32, 64, 128, 256), 128, ("select", (16, 32, 64, 128, 256, 512))),
+        _Param("position", "position", grid, default, ("int", 0, n - 1)),
+    ]
+
+    def compute(v: dict) -> Data:
+        table = sinusoidal_table(n, v["d_model"], base=base, dtype=torch.float64).numpy()
+        return {"table": table, "fingerprint": table[v["position"]].copy()}
+
+    def draw(data: Data, v: dict, fig: Any) -> Any:
+        title = f"Sinusoidal encoding: {n} positions × {v['d_model']} dimensions, base {base:g}"
+        return viz.fingerprint_figure(data["table"], v["position"], title=title, fig=fig)
+
+    def alt(v: dict, data: Data) -> str:
+        return (f"Heatmap of the sinusoidal encoding, {n} positions by {v['d_model']} dimensions, red for +1 and "
+                f"blue for -1, fast stripes on the left and nearly constant columns on the right; the row of "
+                f"position {v['position']} is outlined and plotted underneath as a line")
+
+    return Explorer("sinusoidal", params, compute, draw, alt, mode=mode)
+
+
+BASE_GRID = (10, 30, 100, 300, 1000, 3000, 10000, 30000, 100000, 500000, 1000000, 10000000)
+
+
+def base_explorer(
+    *, d_model: int = 128, n_positions: int = 100, max_offset: int = 1000, mode: str = "auto"
+) -> Explorer:
+    """Three views of the base b of the sinusoidal encoding: the table (heatmap), the
+    wavelength 2*pi/omega_i of every pair (log scale), and the similarity s(k) of two
+    encodings k positions apart, each compared with base 10000 (dashed grey).
+
+    Controls:
+        ``base`` (log scale). Static grid 10, 30, 100, 300, 1000, 3000, 10000, 30000, 100000,
+        500000, 1000000, 10000000; live 10**1 .. 10**7 in steps of 10**0.05. Default 10000.
+
+    Data: ``table`` (n_positions, d_model), ``wavelength`` (d_model/2,), ``offsets``
+    (0..max_offset), ``similarity`` (max_offset + 1,), and the same two curves for base 10000
+    (``wavelength_reference``, ``similarity_reference``); from
+    :func:`~posenc_core.sinusoidal.sinusoidal_table`, :func:`~posenc_core.sinusoidal.wavelengths`
+    and :func:`~posenc_core.analysis.sinusoidal_similarity`.
+
+    Args:
+        d_model: width, a positive even integer.
+        n_positions: rows of the heatmap, an integer >= 2.
+        max_offset: largest offset k of the similarity curve, an integer >= 1.
+        mode: ``"auto"``, ``"live"`` or ``"static"`` (see :func:`resolve_mode`).
+
+    Returns:
+        an :class:`Explorer` named ``"base"``.
+    """
+    d = _positive_int("d_model", d_model, 2)
+    if d % 2:
+        raise ValueError(f"d_model must be a positive even integer (dimensions come in pairs), got {d}")
+    n = _positive_int("n_positions", n_positions, 2)
+    kmax = _positive_int("max_offset", max_offset, 1)
+    offsets = np.arange(kmax + 1)
+    reference = {
+        "wavelength": wavelengths(d, base=10000.0).numpy(),
+        "similarity": sinusoidal_similarity(torch.arange(kmax + 1), d, base=10000.0).numpy(),
+    }
+    params = [_Param("base", "base", BASE_GRID, 10000, ("log", 10, 1, 7, 0.05))]
+
+    def compute(v: dict) -> Data:
+        b = float(v["base"])
+        return {
+            "table": sinusoidal_table(n, d, base=b, dtype=torch.float64).numpy(),
+            "wavelength": wavelengths(d, base=b).numpy(),
+            "offsets": offsets,
+            "similarity": sinusoidal_similarity(torch.arange(kmax + 1), d, base=b).numpy(),
+            "wavelength_reference": reference["wavelength"],
+            "similarity_reference": reference["similarity"],
+        }
+
+    def draw(data: Data, v: dict, fig: Any) -> Any:
+        title = (f"base {v['base']:.0f}, d_model = {d}: longest wavelength {data['wavelength'][-1]:,.0f} positions")
+        return viz.base_figure(data["table"], data["wavelength"], data["offsets"], data["similarity"],
+                               reference=reference, reference_label="base 10000", title=title, fig=fig)
+
+    def alt(v: dict, data: Data) -> str:
+        return (f"Three panels for base {v['base']:.0f} and d_model {d}: a heatmap of the sinusoidal table "
+                f"({n} positions), the wavelength of each pair on a log scale rising from 2 pi to "
+                f"{data['wavelength'][-1]:,.0f}, and the similarity of two encodings against their offset, "
+                f"each next to base 10000 in dashed grey")
+
+    return Explorer("base", params, compute, draw, alt, mode=mode)
+
+
+def unit_circle_explorer(
+    *, d_model: int = 16, base: float = 10000.0, starts: Sequence[int] = (0, 10, 25), mode: str = "auto"
+) -> Explorer:
+    """One (sin, cos) pair of the sinusoidal encoding on the unit circle: positions p and
+    p + k for a few starts p, the turn omega_i * k between them (the same for every p), and
+    the 2x2 block of the shift matrix M_k with PE(p + k) = M_k PE(p).
+
+    Controls:
+        ``pair`` (description "pair i"): the pair index i. Static grid and live range
+        0 .. d_model/2 - 1 (0..7 for d_model = 16). Default 0.
+        ``offset`` (description "offset k"): the shift k. Static grid 1, 2, 3, 5, 10, 20, 50,
+        100; live 0..100. Default 3.
+
+    Data: ``omega`` (omega_i, from :func:`~posenc_core.sinusoidal.frequencies`), ``angle``
+    (omega_i * k), ``starts`` (S,), ``start_points`` and ``end_points`` (S, 2): the pair's
+    (sin, cos) entries, dims (2i, 2i+1) of :func:`~posenc_core.sinusoidal.sinusoidal_encoding`
+    at p and p + k, and ``matrix`` (2, 2): that pair's block of
+    :func:`~posenc_core.rotation.shift_matrix` (k, d_model), all float64.
+
+    Args:
+        d_model: width, a positive even integer (16 gives 8 pairs).
+        base: frequency base, finite and > 1.
+        starts: 1 to 4 non-negative start positions p.
+        mode: ``"auto"``, ``"live"`` or ``"static"`` (see :func:`resolve_mode`).
+
+    Returns:
+        an :class:`Explorer` named ``"unit-circle"``.
+    """
+    d = _positive_int("d_model", d_model, 2)
+    if d % 2:
+        raise ValueError(f"d_model must be a positive even integer (dimensions come in pairs), got {d}")
+    base = _base("base", base)
+    if isinstance(starts, (str, bytes)) or not isinstance(starts, Sequence) or not 1 <= len(starts) <= 4:
+        raise ValueError(f"starts must be a sequence of 1 to 4 non-negative integers, got {starts!r}")
+    starts = tuple(_int_in("starts[]", p, 0, 10**9) for p in starts)
+    pairs = tuple(range(d // 2))
+    params = [
+        _Param("pair", "pair i", pairs, 0, ("int", 0, d // 2 - 1)),
+        _Param("offset", "offset k", (1, 2, 3, 5, 10, 20, 50, 100), 3, ("int", 0, 100)),
+    ]
+    omegas = frequencies(d, base=base)
+
+    def compute(v: dict) -> Data:
+        i, k = v["pair"], v["offset"]
+        p = torch.tensor(starts, dtype=torch.float64)
+        pe = sinusoidal_encoding(torch.cat((p, p + k)), d, base=base, dtype=torch.float64)[:, 2 * i : 2 * i + 2]
+        omega = float(omegas[i])
+        return {
+            "omega": omega,
+            "angle": omega * k,
+            "starts": np.array(starts),
+            "start_points": pe[: len(starts)].numpy(),
+            "end_points": pe[len(starts) :].numpy(),
+            "matrix": shift_matrix(k, d, base=base, dtype=torch.float64)[2 * i : 2 * i + 2, 2 * i : 2 * i + 2].numpy(),
+        }
+
+    def draw(data: Data, v: dict, fig: Any) -> Any:
+        return viz.circle_shift_figure(data["start_points"], data["end_points"], omega=data["omega"],
+                                       shift=v["offset"], starts=starts, matrix=data["matrix"], pair=v["pair"],
+                                       fig=fig)
+
+    def alt(v: dict, data: Data) -> str:
+        return (f"Unit circle of pair {v['pair']} of a {d}-dimensional sinusoidal encoding: positions "
+                f"{', '.join(str(s) for s in starts)} and the positions {v['offset']} further on, joined by arcs "
+                f"that all turn by the same angle {data['angle']:.3g} radians, with the 2 by 2 rotation block "
+                f"printed beside it")
+
+    return Explorer("unit-circle", params, compute, draw, alt, mode=mode)
+
+
+def rope_decay_explorer(
+    *, head_dim: int = 128, max_distance: int = 100_000, n_points: int = 600, mode: str = "auto"
+) -> Explorer:
+    """The RoPE score against relative distance for q = k = all ones (the case of
+    RoFormer's decay argument), with one distance marked and RoFormer's bound for comparison.
+
+    Controls:
+        ``base`` (rope_theta, log scale). Static grid 100, 1000, 10000, 100000, 500000,
+        1000000, 10000000; live 10**2 .. 10**7 in steps of 10**0.05. Default 10000.
+        ``distance``: the marked relative distance. Static grid 1, 3, 10, 30, 100, 300, 1000,
+        3000, 10000, 30000, 100000 (those <= max_distance); live 1 .. max_distance on a log
+        slider, rounded to an integer. Default 1000.
+        The frame label also gives the score at the marked distance.
+
+    Data: ``distances`` (about n_points integers spaced evenly on a log scale from 1 to
+    max_distance), ``score`` = :func:`~posenc_core.analysis.rope_score_vs_distance` there,
+    ``bound`` = :func:`~posenc_core.analysis.rope_decay_bound` there divided by its value at
+    distance 0, and ``marker`` = [distance, score at that distance].
+
+    Args:
+        head_dim: per-head width, a positive even integer.
+        max_distance: largest distance plotted, an integer >= 10.
+        n_points: number of log-spaced sample points (before removing repeats), >= 10.
+        mode: ``"auto"``, ``"live"`` or ``"static"`` (see :func:`resolve_mode`).
+
+    Returns:
+        an :class:`Explorer` named ``"rope-decay"``.
+    """
+    hd = _positive_int("head_dim", head_dim, 2)
+    if hd % 2:
+        raise ValueError(f"head_dim must be a positive even integer (dimensions come in pairs), got {hd}")
+    dmax = _positive_int("max_distance", max_distance, 10)
+    npts = _positive_int("n_points", n_points, 10)
+    distances = np.unique(np.round(np.logspace(0, math.log10(dmax), npts)).astype(np.int64))
+    dist_t = torch.from_numpy(distances)
+    dist_grid = tuple(x for x in (1, 3, 10, 30, 100, 300, 1000, 3000, 10000, 30000, 100000) if x <= dmax)
+    params = [
+        _Param("base", "base", (100, 1000, 10000, 100000, 500000, 1000000, 10000000), 10000,
+               ("log", 10, 2, 7, 0.05)),
+        _Param("distance", "distance", dist_grid, min(1000, dist_grid[-1]),
+               ("log", 10, 0, math.log10(dmax), 0.05), to_param=lambda x: int(round(x))),
+    ]
+
+    def compute(v: dict) -> Data:
+        b, m = float(v["base"]), int(v["distance"])
+        bound = rope_decay_bound(dist_t, hd, base=b) / rope_decay_bound(0, hd, base=b)
+        return {
+            "distances": distances,
+            "score": rope_score_vs_distance(dist_t, hd, base=b).numpy(),
+            "bound": bound.numpy(),
+            "marker": np.array([m, rope_score_vs_distance(m, hd, base=b).item()]),
+        }
+
+    def draw(data: Data, v: dict, fig: Any) -> Any:
+        title = f"RoPE, head_dim {hd}, base {v['base']:.0f}"
+        return viz.rope_decay_figure(data["distances"], data["score"], marker=tuple(data["marker"]),
+                                     bound=data["bound"], title=title, fig=fig)
+
+    def extra(v: dict, data: Data) -> str:
+        return f"score = {data['marker'][1]:+.4f}"
+
+    def alt(v: dict, data: Data) -> str:
+        return (f"Line plot, log distance axis from 1 to {dmax}: the RoPE score for all-ones query and key with base "
+                f"{v['base']:.0f} starts at 1 and decays with ripples towards 0; RoFormer's bound is dashed; "
+                f"distance {v['distance']} is marked at score {data['marker'][1]:+.4f}")
+
+    return Explorer("rope-decay", params, compute, draw, alt, mode=mode, extra_label=extra)
+
+
+SCALING_METHODS = ("linear", "ntk", "dynamic", "yarn", "llama3")
+
+# method -> (base, original context L0, extra keys of the Hugging Face-style scaling dict)
+_SCALING_MODELS: dict[str, tuple[float, int, dict]] = {
+    "linear": (10000.0, 4096, {}),
+    "ntk": (10000.0, 4096, {}),
+    "dynamic": (10000.0, 4096, {"original_max_position_embeddings": 4096}),
+    "yarn": (10000.0, 4096, {"original_max_position_embeddings": 4096}),
+    "llama3": (500000.0, 8192, {"original_max_position_embeddings": 8192, "low_freq_factor": 1.0,
+                                "high_freq_factor": 4.0}),
+}
+
+
+def scaling_setup(method: str, factor: float) -> tuple[float, dict, int | None, int]:
+    """The model setting the scaling explorer uses for ``method`` and ``factor``.
+
+    linear, ntk, dynamic and yarn use base 10000 and an original context L0 = 4096 (Llama 2);
+    llama3 uses base 500000, L0 = 8192, low_freq_factor 1 and high_freq_factor 4 (Llama 3.1).
+    Dynamic NTK is evaluated at a sequence length of factor * L0; yarn uses its defaults
+    beta_fast = 32 and beta_slow = 1.
+
+    Args:
+        method: one of ``"linear"``, ``"ntk"``, ``"dynamic"``, ``"yarn"``, ``"llama3"``.
+        factor: the context-extension factor s >= 1.
+
+    Returns:
+        ``(base, scaling, seq_len, L0)`` for :func:`~posenc_core.rope.rope_frequencies`
+        (``seq_len`` is None except for dynamic).
+    """
+    method = _one_of("method", method, SCALING_METHODS)
+    factor = _real_in("factor", factor, 1.0, 1e6)
+    base, l0, extra = _SCALING_MODELS[method]
+    scaling = {"rope_type": method, "factor": factor, **extra}
+    seq_len = int(round(factor * l0)) if method == "dynamic" else None
+    return base, scaling, seq_len, l0
+
+
+def rope_scaling_explorer(*, head_dim: int = 128, mode: str = "auto") -> Explorer:
+    """How each context-extension method rescales RoPE's frequencies: scaled theta_i divided
+    by the original theta_i, against the original wavelength (log scales). 1 = kept,
+    1/factor = interpolated, in between = smoothed (or, for NTK and dynamic, a changed base).
+
+    Settings (see :func:`scaling_setup`): linear (position interpolation), ntk, dynamic (at
+    sequence length factor * L0) and yarn use base 10000 and L0 = 4096 (Llama 2); llama3 uses
+    base 500000, L0 = 8192, low_freq_factor 1, high_freq_factor 4 (Llama 3.1).
+
+    Controls:
+        ``factor``: the context-extension factor s. Static grid 2, 4, 8, 16, 32; live 1.5, 2,
+        3, 4, 6, 8, 12, 16, 24, 32. Default 8.
+        ``method``: buttons linear, ntk, dynamic, yarn, llama3 (both modes). Default linear.
+        The frame label also counts the pairs kept, interpolated and in between.
+
+    Data: ``wavelength`` (head_dim/2,) original wavelengths, ``inv_freq_original`` and
+    ``inv_freq`` from :func:`~posenc_core.rope.rope_frequencies` without and with the scaling
+    dict, and ``ratio`` = inv_freq / inv_freq_original.
+
+    Args:
+        head_dim: per-head width, an even integer >= 4.
+        mode: ``"auto"``, ``"live"`` or ``"static"`` (see :func:`resolve_mode`).
+
+    Returns:
+        an :class:`Explorer` named ``"rope-scaling"``.
+    """
+    hd = _positive_int("head_dim", head_dim, 4)
+    if hd % 2:
+        raise ValueError(f"head_dim must be an even integer >= 4 (dimensions come in pairs), got {hd}")
+    params = [
+        _Param("factor", "factor", (2, 4, 8, 16, 32), 8, ("select", (1.5, 2, 3, 4, 6, 8, 12, 16, 24, 32)),
+               fmt=lambda s: f"{s:g}"),
+        _Param("method", "method", SCALING_METHODS, "linear", ("buttons", SCALING_METHODS), fmt=str),
+    ]
+
+    def compute(v: dict) -> Data:
+        base, scaling, seq_len, _ = scaling_setup(v["method"], v["factor"])
+        original = rope_frequencies(hd, base=base)
+        scaled = rope_frequencies(hd, base=base, scaling=scaling, seq_len=seq_len)
+        ratio = (scaled / original).numpy()
+        return {
+            "wavelength": (2 * math.pi / original).numpy(),
+            "inv_freq_original": original.numpy(),
+            "inv_freq": scaled.numpy(),
+            "ratio": ratio,
+        }
+
+    def counts(v: dict, data: Data) -> tuple[int, int, int]:
+        r = data["ratio"]
+        kept = int(np.isclose(r, 1.0, rtol=1e-9, atol=0).sum())
+        interp = int(np.isclose(r, 1.0 / v["factor"], rtol=1e-9, atol=0).sum())
+        return kept, interp, r.size - kept - interp
+
+    def draw(data: Data, v: dict, fig: Any) -> Any:
+        base, scaling, seq_len, l0 = scaling_setup(v["method"], v["factor"])
+        s = v["factor"]
+        lines = {f"L0 = {l0}": l0, f"s·L0 = {s * l0:.0f}": s * l0}
+        if v["method"] == "yarn":
+            lines = {"L0/β_fast": l0 / 32, f"L0 = {l0}": l0, f"s·L0 = {s * l0:.0f}": s * l0}
+        elif v["method"] == "llama3":
+            lines = {"L0/high_freq_factor": l0 / 4, f"L0 = {l0}": l0, f"s·L0 = {s * l0:.0f}": s * l0}
+        kept, interp, between = counts(v, data)
+        title = (f"{v['method']}, factor s = {s:g} (base {base:.0f}, L0 = {l0})\n"
+                 f"{hd // 2} pairs: {kept} kept, {interp} interpolated, {between} in between")
+        return viz.rope_scaling_figure(data["wavelength"], data["ratio"], factor=s, lines=lines, title=title,
+                                       fig=fig)
+
+    def extra(v: dict, data: Data) -> str:
+        kept, interp, between = counts(v, data)
+        return f"kept {kept}, interpolated {interp}, in between {between}"
+
+    def alt(v: dict, data: Data) -> str:
+        return (f"Log-log plot of scaled over original RoPE frequency against original wavelength for "
+                f"{v['method']} scaling with factor {v['factor']:g}: ratio 1 means a pair is kept, 1/{v['factor']:g} "
+                f"means it is interpolated; vertical lines mark the original and extended context")
+
+    return Explorer("rope-scaling", params, compute, draw, alt, mode=mode, extra_label=extra)

@@ -33,7 +33,9 @@ def alibi_slopes(
         device: device of the result.
 
     Returns:
-        tensor of shape ``(n_heads,)``, decreasing, all in (0, 1).
+        tensor of shape ``(n_heads,)``, all in (0, 1): decreasing for a power of two; otherwise
+        the slopes of the power of two c are followed by the interleaved ones, which are larger
+        than the last of the first c.
     """
     n_heads = v.positive_int("n_heads", n_heads)
     dtype = v.float_dtype("dtype", dtype)

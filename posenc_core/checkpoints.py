@@ -527,7 +527,7 @@ class MiniLMEmbeddings:
             raise ValueError("this MiniLMEmbeddings was built without the first layer's tensors")
         fl = self.first_layer
         d = self.word.shape[1]
-        h = torch.nn.functional.layer_norm(x.float(), (d,), fl["ln_weight"], fl["ln_bias"])  # (n, d)
+        h = torch.nn.functional.layer_norm(x.float(), (d,), fl["ln_weight"], fl["ln_bias"], eps=MINILM_LAYER_NORM_EPS)  # (n, d)
 
         def heads(name: str) -> torch.Tensor:
             y = h @ fl[f"{name}_weight"].T + fl[f"{name}_bias"]  # (n, d)
@@ -550,6 +550,9 @@ _FIRST_LAYER_KEYS = {
 
 MINILM_HEADS = 12
 """Attention heads per layer in all-MiniLM-L6-v2 (head width 384 / 12 = 32)."""
+
+MINILM_LAYER_NORM_EPS = 1e-12
+"""``layer_norm_eps`` in the checkpoint's ``config.json`` (BERT's value; torch's default is 1e-5)."""
 
 
 def _parse_vocab(data: bytes, source: pathlib.Path) -> dict[str, int]:

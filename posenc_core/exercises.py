@@ -43,6 +43,8 @@ class Feedback:
 
 def _as_tensor(name: str, answer: object) -> torch.Tensor:
     try:
+        if isinstance(answer, (int, float)) and not isinstance(answer, bool):
+            return torch.tensor(float(answer), dtype=torch.float64)  # keep a Python float's 53 bits
         t = torch.as_tensor(answer)
     except (TypeError, ValueError, RuntimeError) as err:
         raise TypeError(f"{name} must be a tensor or array of numbers, got {type(answer).__name__}") from err

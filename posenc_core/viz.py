@@ -935,7 +935,7 @@ def masked_matrices_figure(
             for (i, j), value in np.ndenumerate(data):
                 if np.isfinite(value):
                     dark = (value - lo) / (hi - lo) < 0.55
-                    ax.text(j, i, f"{value:.3g}", ha="center", va="center", fontsize=6.5,
+                    ax.text(j, i, f"{value + 0.0:.2g}", ha="center", va="center", fontsize=6.5,
                             color="white" if dark else "black")
     axes[0].set_ylabel(ylabel)
     fig.colorbar(im, ax=list(axes), fraction=0.03, pad=0.01, label=colorbar_label)
@@ -960,6 +960,7 @@ def marked_curves_figure(
     xlim: tuple[float, float] | None = None,
     ylim: tuple[float, float] | None = None,
     legend_loc: str = "best",
+    vline_label_at: float = 0.02,
     width: float = 7.0,
     height: float = 3.8,
 ) -> Figure:
@@ -977,6 +978,7 @@ def marked_curves_figure(
         markers: draw a marker at every point.
         xlim, ylim: axis limits (default: matplotlib's).
         legend_loc: where the legend goes.
+        vline_label_at: height of the vertical lines' labels, as a fraction of the axes (0 = bottom).
         xlabel, ylabel, title, logx, logy, width, height: as in :func:`curves_figure`.
     """
     fig, ax = _figure(width, height)
@@ -997,8 +999,9 @@ def marked_curves_figure(
         ax.annotate(name, (0.01, value), xycoords=("axes fraction", "data"), va="bottom", fontsize=8, color="0.25")
     for name, value in (vlines or {}).items():
         ax.axvline(value, color="0.35", ls=":", lw=1, zorder=1)
-        ax.annotate(name, (value, 0.02), xycoords=("data", "axes fraction"), rotation=90, va="bottom", ha="right",
-                    fontsize=8, color="0.25")
+        ax.annotate(name, (value, vline_label_at), xycoords=("data", "axes fraction"), rotation=90, va="bottom",
+                    ha="right", fontsize=8, color="0.25",
+                    bbox={"boxstyle": "round,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.8})
     if xlim is not None:
         ax.set_xlim(*xlim)
     if ylim is not None:

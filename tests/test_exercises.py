@@ -68,3 +68,8 @@ def test_check_close_and_feedback_display():
     assert "shape" in exercises.check_close([1.0, 2.0], 1.0, "x").message
     with pytest.raises(TypeError, match="answer"):
         exercises.check_close("0.5", 0.5, "x")
+
+
+def test_check_close_keeps_python_float_precision():
+    """A Python float must not pass through float32 (40889.9 would become 40889.90234375)."""
+    assert exercises.check_close(40889.9, torch.tensor(40889.9, dtype=torch.float64), "x", rtol=1e-12)

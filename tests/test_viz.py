@@ -51,3 +51,48 @@ def test_glue_falls_back_outside_a_book_build(monkeypatch, capsys):
     glue("x", 1.5)  # no myst_nb: silently skipped
     glue("y", 2.5, display=True)  # shown instead
     assert "2.5" in capsys.readouterr().out
+
+
+def _line_data(fig):
+    return [np.asarray(line.get_ydata(), dtype=float) for ax in fig.axes for line in ax.lines]
+
+
+def test_curve_families_plot_the_given_values():
+    x = np.arange(5.0)
+    fig = viz.paired_curves_figure(x, {"a": x**2}, {"a": x + 1}, solid_label="s", dashed_label="d")
+    ys = _line_data(fig)
+    assert any(np.array_equal(y, x**2) for y in ys) and any(np.array_equal(y, x + 1) for y in ys)
+    fig = viz.mean_band_figure(x, {"m": x}, {"m": np.ones(5)}, reference={"r": 2 * x})
+    ys = _line_data(fig)
+    assert any(np.array_equal(y, x) for y in ys) and any(np.array_equal(y, 2 * x) for y in ys)
+    fig = viz.marked_curves_figure(x, {"c": -x}, vlines={"L": 2.0}, hlines={"zero": 0.0})
+    assert any(np.array_equal(y, -x) for y in _line_data(fig))
+
+
+def test_offset_profiles_rescale_rows_to_unit_range():
+    offsets = np.arange(-3, 4)
+    prof = {"wide": 10 * np.cos(offsets), "narrow": 0.01 * np.sin(offsets)}
+    fig = viz.offset_profiles_figure(offsets, prof)
+    image = next(im for ax in fig.axes for im in ax.images).get_array()
+    np.testing.assert_allclose(image.min(axis=1), 0.0, atol=1e-12)
+    np.testing.assert_allclose(image.max(axis=1), 1.0, atol=1e-12)
+
+
+def test_masked_matrices_keep_finite_values_and_mask_infinities():
+    bias = pc.alibi_bias(2, 4, 4, dtype=torch.float64)
+    fig = viz.masked_matrices_figure({f"head {h}": bias[h] for h in range(2)})
+    data = fig.axes[0].images[0].get_array()
+    finite = torch.isfinite(bias[0]).numpy()
+    np.testing.assert_allclose(np.ma.getdata(data)[finite], bias[0].numpy()[finite])
+    assert np.ma.getmaskarray(data)[~finite].all()
+
+
+def test_circle_and_layout_figures_draw():
+    fig = viz.unit_circle_figure([1.0, 0.1], 20, shift=3, starts=(0, 5))
+    assert len(fig.axes) >= 2
+    for ax in fig.axes[:2]:
+        for coll in ax.collections:
+            pts = np.asarray(coll.get_offsets())
+            if len(pts) == 20:  # the positions: all on the unit circle
+                np.testing.assert_allclose(np.hypot(pts[:, 0], pts[:, 1]), 1.0, atol=1e-12)
+    assert viz.pair_layout_figure(8).axes

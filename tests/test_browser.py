@@ -111,7 +111,7 @@ def visit(browser, server):
 @pytest.mark.parametrize("chapter", CHAPTERS)
 def test_page_loads_cleanly_offline_with_rendered_math(visit, chapter):
     v = visit(f"chapters/{chapter}.html")
-    v.page.wait_for_selector("mjx-container", timeout=20000)
+    v.page.wait_for_selector("mjx-container", state="attached", timeout=30000)
     assert v.page.locator("mjx-container").count() > 5
     assert v.page.locator("text=Math input error").count() == 0
     assert v.external == [], f"requests that left the machine: {v.external[:5]}"

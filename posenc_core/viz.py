@@ -126,25 +126,15 @@ def curves_figure(
     height: float = 3.6,
     markers: bool = False,
 ) -> Figure:
-    """Line plot of several named curves (shared x, or one x per curve when ``x`` is a dict)."""
-    fig, ax = _figure(width, height)
-    styles = ("-", "--", "-.", ":")
-    for k, (name, y) in enumerate(curves.items()):
-        xs = _np(x[name]) if isinstance(x, Mapping) else _np(x)
-        ax.plot(xs, _np(y), label=name, color=OKABE_ITO[k % len(OKABE_ITO)],
-                ls=styles[(k // len(OKABE_ITO)) % len(styles)], lw=1.5, marker="o" if markers else None, ms=3)
-    for k, (name, value) in enumerate((hlines or {}).items()):
-        ax.axhline(value, color="0.35", ls=":", lw=1)
-        ax.annotate(name, (0.01, value), xycoords=("axes fraction", "data"), va="bottom", fontsize=8, color="0.25")
-    if logx:
-        ax.set_xscale("log")
-    if logy:
-        ax.set_yscale("log")
-    ax.set(xlabel=xlabel, ylabel=ylabel, title=title)
-    ax.grid(alpha=0.3)
-    if len(curves) > 1:
-        ax.legend(fontsize=8, frameon=False)
-    return fig
+    """Line plot of several named curves (shared x, or one x per curve when ``x`` is a dict).
+
+    The plain case of :func:`marked_curves_figure`, which adds vertical lines, a shaded range
+    and axis limits.
+    """
+    return marked_curves_figure(
+        x, curves, xlabel=xlabel, ylabel=ylabel, title=title, logx=logx, logy=logy, hlines=hlines,
+        width=width, height=height, markers=markers,
+    )
 
 
 def wavelength_figure(
@@ -1009,4 +999,60 @@ def marked_curves_figure(
     ax.set(xlabel=xlabel, ylabel=ylabel, title=title)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, frameon=False, loc=legend_loc)
+    return fig
+
+
+# --------------------------------------------------------------------------- chapter 5 (learned versus fixed)
+
+
+def band_panels_figure(
+    panels: Mapping[str, Mapping[str, tuple]],
+    *,
+    xlabel: str = "",
+    ylabel: str = "",
+    vline: tuple[float, str] | None = None,
+    hlines: Mapping[str, float] | None = None,
+    logy: bool = False,
+    ylim: tuple[float, float] | None = None,
+    width: float | None = None,
+    height: float = 3.6,
+) -> Figure:
+    """Side-by-side panels of mean curves with shaded spreads (e.g. over seeds), sharing y.
+
+    Curves are told apart by colour (Okabe-Ito) and line style; NaN values leave gaps (for
+    example lengths a model could not be run at).
+
+    Args:
+        panels: panel title -> (curve name -> ``(x, mean, spread)``); the band is mean ± spread.
+        vline: ``(x, label)`` for a dotted vertical line in every panel (e.g. the training length).
+        hlines: name -> y of a dotted horizontal reference line, labelled at the left.
+        logy: logarithmic y axis.
+        ylim: y limits.
+        xlabel, ylabel, width, height: as in :func:`curves_figure`.
+    """
+    n = len(panels)
+    fig, axes = _figure(width or 4.2 * n + 0.4, height, ncols=n, sharey=True)
+    axes = np.atleast_1d(axes)
+    styles = ("-", "--", "-.", ":")
+    for ax, (title, curves) in zip(axes, panels.items()):
+        for k, (name, (x, mean, spread)) in enumerate(curves.items()):
+            xs, m, s = _np(x), _np(mean), _np(spread)
+            colour = OKABE_ITO[k % len(OKABE_ITO)]
+            ax.fill_between(xs, m - s, m + s, color=colour, alpha=0.18, lw=0)
+            ax.plot(xs, m, color=colour, ls=styles[k % len(styles)], lw=1.5, label=name)
+        if vline is not None:
+            ax.axvline(vline[0], color="0.35", ls=":", lw=1)
+            ax.annotate(vline[1], (vline[0], 0.98), xycoords=("data", "axes fraction"), rotation=90,
+                        va="top", ha="right", fontsize=8, color="0.25")
+        for name, value in (hlines or {}).items():
+            ax.axhline(value, color="0.35", ls=":", lw=1)
+            ax.annotate(name, (0.01, value), xycoords=("axes fraction", "data"), va="bottom", fontsize=8, color="0.25")
+        if logy:
+            ax.set_yscale("log")
+        if ylim is not None:
+            ax.set_ylim(*ylim)
+        ax.set(title=title, xlabel=xlabel)
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel(ylabel)
+    axes[-1].legend(fontsize=8, frameon=False, loc="best")
     return fig

@@ -56,10 +56,11 @@ SCHEMES = ("none", "sinusoidal", "learned", "rope", "alibi")
 """Positional schemes a :class:`TinyTransformer` accepts."""
 
 STUDY_SCHEMES = ("none", "sinusoidal", "learned", "learned_long", "rope", "alibi")
-"""Schemes of the study: ``"learned_long"`` is a learned table with ``eval_factor * L`` rows,
-trained (like every other scheme) on lengths up to L only."""
+"""The positional schemes the study compares. ``"learned_long"`` is a learned table with
+``eval_factor * L`` rows, trained (like every other scheme) on lengths up to L only."""
 
 TASKS = ("reverse", "lookback", "first", "swap")
+"""The synthetic tasks :func:`make_batch` can generate (the study uses ``first`` and ``lookback``)."""
 
 CODE_MODULES = ("experiments", "attention", "rope", "alibi", "sinusoidal", "learned", "analysis")
 """posenc_core modules whose source determines the study's numbers (hashed into the code version)."""

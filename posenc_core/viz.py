@@ -112,31 +112,6 @@ def matrices_figure(
     return fig
 
 
-def curves_figure(
-    x: Sequence[float] | torch.Tensor | np.ndarray | Mapping[str, Sequence[float] | torch.Tensor | np.ndarray],
-    curves: Mapping[str, Sequence[float] | torch.Tensor | np.ndarray],
-    *,
-    xlabel: str = "",
-    ylabel: str = "",
-    title: str = "",
-    logx: bool = False,
-    logy: bool = False,
-    hlines: Mapping[str, float] | None = None,
-    width: float = 7.0,
-    height: float = 3.6,
-    markers: bool = False,
-) -> Figure:
-    """Line plot of several named curves (shared x, or one x per curve when ``x`` is a dict).
-
-    The plain case of :func:`marked_curves_figure`, which adds vertical lines, a shaded range
-    and axis limits.
-    """
-    return marked_curves_figure(
-        x, curves, xlabel=xlabel, ylabel=ylabel, title=title, logx=logx, logy=logy, hlines=hlines,
-        width=width, height=height, markers=markers,
-    )
-
-
 def wavelength_figure(
     d_model: int, bases: Sequence[float], *, lengths: Mapping[str, float] | None = None, height: float = 3.6
 ) -> Figure:
@@ -1056,3 +1031,8 @@ def band_panels_figure(
     axes[0].set_ylabel(ylabel)
     axes[-1].legend(fontsize=8, frameon=False, loc="best")
     return fig
+
+
+curves_figure = marked_curves_figure
+"""Line plot of several named curves: :func:`marked_curves_figure`, under the name the
+early chapters use."""

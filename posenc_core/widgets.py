@@ -49,6 +49,7 @@ import ipywidgets
 import numpy as np
 import torch
 
+from . import _validation as v
 from . import viz
 from .analysis import rope_decay_bound, rope_score_vs_distance, sinusoidal_similarity
 from .rope import rope_frequencies
@@ -591,9 +592,7 @@ def base_explorer(
     Returns:
         an :class:`Explorer` named ``"base"``.
     """
-    d = _positive_int("d_model", d_model, 2)
-    if d % 2:
-        raise ValueError(f"d_model must be a positive even integer (dimensions come in pairs), got {d}")
+    d = v.even_int("d_model", d_model)
     n = _positive_int("n_positions", n_positions, 2)
     kmax = _positive_int("max_offset", max_offset, 1)
     offsets = np.arange(kmax + 1)
@@ -656,9 +655,7 @@ def unit_circle_explorer(
     Returns:
         an :class:`Explorer` named ``"unit-circle"``.
     """
-    d = _positive_int("d_model", d_model, 2)
-    if d % 2:
-        raise ValueError(f"d_model must be a positive even integer (dimensions come in pairs), got {d}")
+    d = v.even_int("d_model", d_model)
     base = _base("base", base)
     if isinstance(starts, (str, bytes)) or not isinstance(starts, Sequence) or not 1 <= len(starts) <= 4:
         raise ValueError(f"starts must be a sequence of 1 to 4 non-negative integers, got {starts!r}")
@@ -726,9 +723,7 @@ def rope_decay_explorer(
     Returns:
         an :class:`Explorer` named ``"rope-decay"``.
     """
-    hd = _positive_int("head_dim", head_dim, 2)
-    if hd % 2:
-        raise ValueError(f"head_dim must be a positive even integer (dimensions come in pairs), got {hd}")
+    hd = v.even_int("head_dim", head_dim)
     dmax = _positive_int("max_distance", max_distance, 10)
     npts = _positive_int("n_points", n_points, 10)
     distances = np.unique(np.round(np.logspace(0, math.log10(dmax), npts)).astype(np.int64))
@@ -830,8 +825,8 @@ def rope_scaling_explorer(*, head_dim: int = 128, mode: str = "auto") -> Explore
     Returns:
         an :class:`Explorer` named ``"rope-scaling"``.
     """
-    hd = _positive_int("head_dim", head_dim, 4)
-    if hd % 2:
+    hd = v.even_int("head_dim", head_dim)
+    if hd < 4:
         raise ValueError(f"head_dim must be an even integer >= 4 (dimensions come in pairs), got {hd}")
     params = [
         _Param("factor", "factor", (2, 4, 8, 16, 32), 8, ("select", (1.5, 2, 3, 4, 6, 8, 12, 16, 24, 32)),

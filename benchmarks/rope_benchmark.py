@@ -4,11 +4,14 @@ What is measured, in one run, on q and k of shape (b, h, s, d) = (4, 32, 2048, 1
 
 1. ``apply_rope(q, cos, sin)`` (layout "half", out of place) against ``q.clone()``, the
    memory-traffic floor: one read of the input and one write of a fresh output.
-   Target: at most 1.3x clone.
+   Target: at most 1.3x clone. At this size apply_rope runs its fused kernel (compiled by
+   torch.compile on the first call, which the warm-up absorbs; the compile time is printed);
+   the eager path (``fused=False``) is timed beside it.
 2. against Hugging Face's eager formula ``q * cos + rotate_half(q) * sin``. Target: at
    least 3x faster, and equal within float32 rounding (asserted, max abs diff < 1e-5).
 3. the same for bfloat16 inputs (float32 tables for apply_rope; bfloat16 tables for the
-   HF formula, as HF casts cos/sin to the input dtype). Reported, no target.
+   HF formula, as HF casts cos/sin to the input dtype), and ``fused=True`` on them (the
+   default takes the eager path for bfloat16). Reported, no target.
 4. the interleaved layout against clone. Reported, no target.
 5. building a 131072 x 128 cos/sin table with ``rope_cos_sin`` (float64, rounded once)
    against the all-float32 recipe (float32 positions outer float32 inv_freq, cos, sin,
@@ -213,17 +216,26 @@ def main(argv: list[str] | None = None) -> int:
     prealloc_q, prealloc_k = torch.empty_like(q), torch.empty_like(k)
     apply_rope = posenc_core.apply_rope
 
+    def eager(x: torch.Tensor, c: torch.Tensor, sn: torch.Tensor, layout: str = "half") -> torch.Tensor:
+        return apply_rope(x, c, sn, layout=layout, fused=False)
+
     def hf(x: torch.Tensor, c: torch.Tensor, sn: torch.Tensor) -> torch.Tensor:
         return x * c + rotate_half(x) * sn
 
     # ---------------------------------------------------------------- correctness
     failures: list[str] = []
     with torch.no_grad():
-        ours, ref = apply_rope(q, cos, sin), hf(q, cos4, sin4)
+        t_first = time.perf_counter()
+        ours = apply_rope(q, cos, sin)
+        t_first = time.perf_counter() - t_first
+        ref = hf(q, cos4, sin4)
         diff_fp32 = (ours - ref).abs().max().item()
         bit_fp32 = torch.equal(ours, ref)
         n_diff_fp32 = int((ours != ref).sum())
-        del ours, ref
+        ours_eager = eager(q, cos, sin)
+        diff_eager = (ours_eager - ref).abs().max().item()
+        bit_eager = torch.equal(ours_eager, ref)
+        del ours, ref, ours_eager
         plain_i = q * cos_i + posenc_core.rotate_pairs(q, layout="interleaved") * sin_i
         ours_i = apply_rope(q, cos_i, sin_i, layout="interleaved")
         diff_il = (ours_i - plain_i).abs().max().item()
@@ -236,15 +248,27 @@ def main(argv: list[str] | None = None) -> int:
         diff_b_between = (ours_b.float() - hf_b.float()).abs().max().item()
         ours_b_is_rounded_ref = torch.equal(ours_b, ref_b.to(torch.bfloat16))
         del ref_b, ours_b, hf_b
+    fused_error = rope_mod._fused_kernel.error
+    if q.numel() >= rope_mod._FUSED_MIN_ELEMENTS:
+        path = f"{q.numel()} elements >= {rope_mod._FUSED_MIN_ELEMENTS}: the fused kernel"
+    else:
+        path = f"{q.numel()} elements < {rope_mod._FUSED_MIN_ELEMENTS}: the eager path"
+    print(f"First apply_rope call (float32, {path}): {t_first:.2f} s, compilation included"
+          + (f"; COMPILING FAILED, eager path used: {fused_error}" if fused_error else ""))
+    print()
     print("Correctness (q only; unit-normal inputs)")
     print(f"  float32 half:        max |apply_rope - HF formula| = {diff_fp32:.3g}  "
           f"(bit-identical: {bit_fp32}, {n_diff_fp32} of {q.numel()} elements differ); must be < {EQUALITY_TOL:g}")
+    print(f"  float32 half, eager path (fused=False): max |apply_rope - HF formula| = {diff_eager:.3g}  "
+          f"(bit-identical: {bit_eager})")
     print(f"  float32 interleaved: max |apply_rope - plain formula| = {diff_il:.3g}  (bit-identical: {bit_il})")
     print(f"  bfloat16: max |apply_rope - float32 formula| = {diff_ours_b:.3g} "
           f"(equals the float32 formula rounded to bf16: {ours_b_is_rounded_ref}); "
           f"max |HF bf16 - float32 formula| = {diff_hf_b:.3g}; max |apply_rope - HF bf16| = {diff_b_between:.3g}")
     if not diff_fp32 < EQUALITY_TOL:
         failures.append(f"float32 apply_rope differs from the HF formula by {diff_fp32:.3g} >= {EQUALITY_TOL:g}")
+    if not diff_eager < EQUALITY_TOL:
+        failures.append(f"float32 eager apply_rope differs from the HF formula by {diff_eager:.3g} >= {EQUALITY_TOL:g}")
     if not diff_il < EQUALITY_TOL:
         failures.append(f"float32 interleaved apply_rope differs from the plain formula by {diff_il:.3g} >= {EQUALITY_TOL:g}")
     print()
@@ -254,6 +278,7 @@ def main(argv: list[str] | None = None) -> int:
         "clone f32": lambda: (q.clone(), k.clone()),
         "copy_ prealloc f32": lambda: (prealloc_q.copy_(q), prealloc_k.copy_(k)),
         "apply_rope half f32": lambda: (apply_rope(q, cos, sin), apply_rope(k, cos, sin)),
+        "apply_rope eager half f32": lambda: (eager(q, cos, sin), eager(k, cos, sin)),
         "HF eager f32": lambda: (hf(q, cos4, sin4), hf(k, cos4, sin4)),
         "apply_rope interleaved f32": lambda: (
             apply_rope(q, cos_i, sin_i, layout="interleaved"),
@@ -261,6 +286,7 @@ def main(argv: list[str] | None = None) -> int:
         ),
         "clone bf16": lambda: (qb.clone(), kb.clone()),
         "apply_rope half bf16": lambda: (apply_rope(qb, cos, sin), apply_rope(kb, cos, sin)),
+        "apply_rope fused bf16": lambda: (apply_rope(qb, cos, sin, fused=True), apply_rope(kb, cos, sin, fused=True)),
         "HF eager bf16": lambda: (hf(qb, cos4b, sin4b), hf(kb, cos4b, sin4b)),
     }
     t = Timings(C)
@@ -278,9 +304,11 @@ def main(argv: list[str] | None = None) -> int:
     r_hf_b = t.ratio("HF eager bf16", "apply_rope half bf16")
     r_il = t.ratio("apply_rope interleaved f32", "clone f32")
     r_copy = t.ratio("copy_ prealloc f32", "clone f32")
+    r_eager = t.ratio("apply_rope eager half f32", "clone f32")
     print("Ratios (ratio of medians; in brackets: per-round ratios, and the ratio of the fastest calls,")
     print("which noise that only ever adds time cannot inflate)")
     print(f"  1. apply_rope / clone, float32:            {r_clone:.3f}x   [{_paired(t, 'apply_rope half f32', 'clone f32')}]")
+    print(f"     eager path (fused=False) / clone, f32:  {r_eager:.3f}x   [{_paired(t, 'apply_rope eager half f32', 'clone f32')}]")
     print(f"  2. HF eager time / apply_rope time, f32: {r_hf:.2f}x   [{_paired(t, 'HF eager f32', 'apply_rope half f32')}]")
     print(f"  3. apply_rope / clone, bfloat16:           {r_clone_b:.3f}x   [{_paired(t, 'apply_rope half bf16', 'clone bf16')}]")
     print(f"     HF eager time / apply_rope time, bf16:{r_hf_b:.2f}x   [{_paired(t, 'HF eager bf16', 'apply_rope half bf16')}]")
@@ -304,7 +332,7 @@ def main(argv: list[str] | None = None) -> int:
             def call() -> object:
                 rope_mod._CHUNK_ELEMENTS = n_el
                 try:
-                    return apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+                    return eager(q, cos, sin), eager(k, cos, sin)
                 finally:
                     rope_mod._CHUNK_ELEMENTS = saved
 
@@ -315,7 +343,7 @@ def main(argv: list[str] | None = None) -> int:
         ts = Timings(SC)
         with torch.no_grad():
             ts.run(rounds, warmup)
-        print("apply_rope (half, float32) by _CHUNK_ELEMENTS")
+        print("apply_rope eager path (half, float32, fused=False) by _CHUNK_ELEMENTS")
         print(f"  {'clone f32':28s} {_describe(ts, 'clone f32')}")
         for n_el in sizes:
             name = f"chunk {n_el}"
@@ -365,10 +393,12 @@ def main(argv: list[str] | None = None) -> int:
     print(row("clone f32", "1.00 (floor)", "", ""))
     print(row("copy_ prealloc f32", f"{r_copy:.2f}x clone", "report", "-"))
     print(row("apply_rope half f32", f"{r_clone:.2f}x clone", f"<= {TARGET_VS_CLONE}x clone", verdict[pass_clone]))
+    print(row("apply_rope eager half f32", f"{r_eager:.2f}x clone", "report", "-"))
     print(row("HF eager f32", f"{r_hf:.2f}x apply_rope", f">= {TARGET_VS_HF}x apply_rope", verdict[pass_hf]))
     print(row("apply_rope interleaved f32", f"{r_il:.2f}x clone", "report", "-"))
     print(row("clone bf16", "1.00 (floor)", "", ""))
     print(row("apply_rope half bf16", f"{r_clone_b:.2f}x clone", "report", "-"))
+    print(row("apply_rope fused bf16", f"{t.ratio('apply_rope fused bf16', 'clone bf16'):.2f}x clone", "report", "-"))
     print(row("HF eager bf16", f"{r_hf_b:.2f}x apply_rope", "report", "-"))
     for name, err in zip(T, (err_ours, err_f32)):
         print(row(name, f"max err {err:.2g}", f"table {table_len}x{d}", "-", tm=tt))

@@ -32,6 +32,7 @@ shape of positions.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -44,10 +45,17 @@ from ._numerics import round_once
 LAYOUTS = ("half", "interleaved")
 ROPE_TYPES = ("default", "linear", "ntk", "dynamic", "yarn", "llama3")
 
-# Target number of elements per chunk in apply_rope's fused path: small enough that the
-# intermediate reads and writes of one chunk stay in cache, large enough that the Python
+# Target number of elements per chunk in apply_rope's unfused (eager) path: small enough that
+# the intermediate reads and writes of one chunk stay in cache, large enough that the Python
 # loop costs little (measured in benchmarks/rope_benchmark.py).
 _CHUNK_ELEMENTS = 1 << 20
+
+# apply_rope(fused=None) runs the torch.compile'd kernel for float32/float64 CPU inputs of at
+# least this many elements (16 MB of float32: beyond that, one pass over memory instead of the
+# eager path's cache-resident passes pays for itself; smaller calls never wait for a compile).
+_FUSED_MIN_ELEMENTS = 1 << 22
+_FUSED_AUTO_DTYPES = (torch.float32, torch.float64)
+_FUSED_RECOMPILE_LIMIT = 64
 
 # RotaryEmbedding caches rows 0 .. n-1 only while n stays below this; larger positions (a
 # decoding step at offset 10**9, say) are computed per call instead of allocating a table
@@ -303,11 +311,39 @@ def rotate_pairs(x: torch.Tensor, *, layout: str = "half") -> torch.Tensor:
     """
     v.tensor("x", x, min_dim=1)
     v.choice("layout", layout, LAYOUTS)
+    return _turn(x, layout)
+
+
+def _turn(x: torch.Tensor, layout: str) -> torch.Tensor:
+    """:func:`rotate_pairs` without the checks."""
     half = x.shape[-1] // 2
     if layout == "half":
         return torch.cat((-x[..., half:], x[..., :half]), -1)
     pairs = x.unflatten(-1, (half, 2))  # (..., d/2, 2)
     return torch.stack((-pairs[..., 1], pairs[..., 0]), -1).flatten(-2)
+
+
+def _formula(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str) -> torch.Tensor:
+    """``x * cos + rotate_pairs(x) * sin`` computed in the dtype of ``cos``, returned in the dtype
+    of ``x``: the plain formula, for autograd, for tracing by torch.compile, and as the body of
+    the fused kernel."""
+    xw = x.to(cos.dtype)
+    return (xw * cos + _turn(xw, layout) * sin).to(x.dtype)
+
+
+def _formula_by_pairs(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str) -> torch.Tensor:
+    """:func:`_formula` written pair by pair: (x1 c1 - x2 s1, x2 c2 + x1 s2). The same values
+    bit for bit ((-a) * b == -(a * b) and u + (-w) == u - w exactly); the form the fused kernel
+    compiles, because Inductor turns it into straight vector code (the concatenation of a
+    negated half is compiled into masked loads, about 2x slower)."""
+    xw = x.to(cos.dtype)
+    x1, x2 = _halves(xw, layout)
+    c1, c2 = _halves(cos, layout)
+    s1, s2 = _halves(sin, layout)
+    first, second = x1 * c1 - x2 * s1, x2 * c2 + x1 * s2
+    if layout == "half":
+        return torch.cat((first, second), -1).to(x.dtype)
+    return torch.stack((first, second), -1).flatten(-2).to(x.dtype)
 
 
 def _check_apply_args(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str) -> None:
@@ -373,45 +409,137 @@ def _rotate_into(
     o2.add_(t1)  # second of pair: x2 cos + x1 sin
 
 
-def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, *, layout: str = "half") -> torch.Tensor:
+class _FusedKernel:
+    """The formula compiled by torch.compile into one loop: read x, write the result.
+
+    Compiled on first use (a few seconds; Inductor keeps its own on-disk cache), with the
+    leading and sequence dimensions dynamic so a new batch size or sequence length does not
+    compile again; head_dim, dtype and layout are specialised (one compile each). Inductor
+    compiles C++ with ``-ffp-contract=off`` by default, so every product and sum is rounded as
+    in the formula and the result equals the eager path bit for bit (tested). If compiling
+    fails (no C++ compiler, say), the reason is kept and auto mode stops trying.
+    """
+
+    def __init__(self) -> None:
+        self.fn: Any = None
+        self.error: str | None = None
+
+    def __call__(self, x3: torch.Tensor, cos2: torch.Tensor, sin2: torch.Tensor, layout: str) -> torch.Tensor:
+        if self.fn is None:
+            self.fn = torch.compile(_formula_by_pairs, dynamic=False, fullgraph=True)
+        # fresh views, so marking dimensions dynamic leaves the caller's tensors untouched
+        x3, cos2, sin2 = x3.view(x3.shape), cos2.view(cos2.shape), sin2.view(sin2.shape)
+        for t, dims in ((x3, (0, 1)), (cos2, (0,)), (sin2, (0,))):
+            for dim in dims:
+                torch._dynamo.maybe_mark_dynamic(t, dim)
+        # one compile per head_dim, dtype and layout (and per size-1 dimension, which dynamo
+        # specialises): allow more of them than dynamo's default of 8 per function
+        with torch.no_grad(), torch._dynamo.config.patch(recompile_limit=_FUSED_RECOMPILE_LIMIT):
+            return self.fn(x3, cos2, sin2, layout)
+
+
+_fused_kernel = _FusedKernel()
+
+
+def apply_rope(
+    x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, *, layout: str = "half", fused: bool | None = None
+) -> torch.Tensor:
     """Rotate every pair of ``x`` by its angle: ``x * cos + rotate_pairs(x) * sin``.
 
     Equal (within float rounding) to Hugging Face's ``q * cos + rotate_half(q) * sin`` for
     ``layout="half"`` and to Meta's Llama ``apply_rotary_emb`` (complex multiplication) for
     ``layout="interleaved"``. Out of place; the input is not modified.
 
-    Without autograd the work is done in cache-sized chunks with ``out=`` arithmetic, so
-    the only full passes over memory are one read of ``x`` and one write of the result
-    (see ``benchmarks/rope_benchmark.py``); every product and sum is rounded as in the
-    formula, so the values equal it bit for bit. bfloat16/float16 inputs are computed in float32
-    and rounded once, so the result is the correctly rounded rotation of the input.
+    Three ways to compute it, all giving the formula's values bit for bit (every product and
+    sum rounded once, as written; tested):
+
+    * with autograd (an input requires grad), or under ``torch.compile`` of the caller's
+      model: the plain formula, so gradients flow and the compiler can fuse it with its
+      neighbours;
+    * the fused kernel (``fused=True``, or automatically for float32/float64 CPU tensors of at
+      least 2**22 elements): the formula compiled by ``torch.compile`` into a single pass that
+      reads ``x`` once and writes the result once. The first call compiles (a few seconds);
+      if compiling fails, auto mode warns once and uses the eager path from then on;
+    * otherwise the eager path: cache-sized chunks with ``out=`` arithmetic, so memory is
+      read and written once and the intermediate passes stay in cache.
+
+    ``benchmarks/rope_benchmark.py`` measures all three against ``x.clone()``. bfloat16/float16
+    inputs are computed in float32 and rounded once, so the result is the correctly rounded
+    rotation of the input.
 
     Args:
         x: ``(..., s, d)`` floating tensor, e.g. ``(b, h, s, d)``.
         cos, sin: tables from :func:`rope_cos_sin` with the same ``layout``, shape ``(s, d)``
             or anything that broadcasts to ``x`` (e.g. ``(b, 1, s, d)``).
         layout: ``"half"`` or ``"interleaved"``.
+        fused: ``None`` (choose as above), ``True`` (the compiled kernel: CPU tensors without
+            autograd; compile errors are raised) or ``False`` (never compile).
 
     Returns:
         tensor of the shape, dtype and device of ``x``.
     """
     _check_apply_args(x, cos, sin, layout)
+    if fused is not None and not isinstance(fused, bool):
+        raise TypeError(f"fused must be None, True or False, got {fused!r} of type {type(fused).__name__}")
     work = torch.float32 if x.dtype in v.LOW_PRECISION else x.dtype
     cos, sin = cos.to(work), sin.to(work)
-    if torch.is_grad_enabled() and (x.requires_grad or cos.requires_grad or sin.requires_grad):
-        xw = x.to(work)
-        return (xw * cos + rotate_pairs(xw, layout=layout) * sin).to(x.dtype)
+    needs_grad = torch.is_grad_enabled() and (x.requires_grad or cos.requires_grad or sin.requires_grad)
+    if fused:
+        if needs_grad:
+            raise ValueError(
+                "fused=True computes without autograd, but an input requires grad; "
+                "use fused=None (the plain formula is used when gradients are needed)"
+            )
+        if x.device.type != "cpu":
+            raise ValueError(f"fused=True is for CPU tensors, got x on {x.device}; use fused=None or False")
+    if needs_grad or torch.compiler.is_compiling():
+        return _formula(x, cos, sin, layout)
+    s, d = x.shape[-2], x.shape[-1]
+    table_is_shared = cos.dim() <= 2 or all(n == 1 for n in cos.shape[:-2])
+    if x.numel() == 0:  # e.g. an empty sequence: nothing to rotate, and reshape(-1, 0, d) fails
+        return torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    if fused is None:
+        fused = (
+            _fused_kernel.error is None and x.device.type == "cpu" and x.dtype in _FUSED_AUTO_DTYPES
+            and table_is_shared and x.numel() >= _FUSED_MIN_ELEMENTS
+        )
+        required = False
+    else:
+        required = fused
+    if fused:
+        if table_is_shared:
+            cos2 = cos.reshape(cos.shape[-2:]) if cos.dim() >= 2 else cos.reshape(1, d)  # (s or 1, d)
+            x3, cos3, sin3 = x.reshape(-1, s, d), cos2.contiguous(), sin.reshape(cos2.shape).contiguous()
+        else:  # per-batch tables: broadcast them to x's shape in memory first
+            x3 = x.reshape(-1, s, d)
+            cos3 = cos.expand(x.shape).reshape(-1, s, d)
+            sin3 = sin.expand(x.shape).reshape(-1, s, d)
+        try:
+            return _fused_kernel(x3, cos3, sin3, layout).view(x.shape)
+        except Exception as exc:  # noqa: BLE001 - any failure to compile means: use the eager path
+            if required:
+                raise RuntimeError(f"apply_rope(fused=True): torch.compile failed: {exc}") from exc
+            _fused_kernel.error = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+            warnings.warn(
+                f"apply_rope: the fused kernel could not be compiled ({_fused_kernel.error}); "
+                "using the eager path from now on (same values, slower)",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+    return _apply_eager(x, cos, sin, layout, table_is_shared)
+
+
+def _apply_eager(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str, table_is_shared: bool) -> torch.Tensor:
+    """apply_rope's eager path: chunks of ``_CHUNK_ELEMENTS`` with ``out=`` arithmetic."""
+    work = cos.dtype
     s, d = x.shape[-2], x.shape[-1]
     sin_sw = _swap_sin(sin, layout)  # rotate_pairs(x) * sin == x * sin_sw with each pair exchanged
-    table_is_shared = cos.dim() <= 2 or all(n == 1 for n in cos.shape[:-2])
     if not table_is_shared:
         out = torch.empty(x.shape, dtype=work, device=x.device)
         _rotate_into(x.to(work), cos, sin_sw, out, torch.empty_like(out), layout)
         return out.to(x.dtype)
     cos2 = cos.reshape(cos.shape[-2:]) if cos.dim() >= 2 else cos.reshape(1, d)  # (s or 1, d)
     sin2 = sin_sw.reshape(cos2.shape)
-    if x.numel() == 0:  # e.g. an empty sequence: nothing to rotate, and reshape(-1, 0, d) fails
-        return torch.empty(x.shape, dtype=x.dtype, device=x.device)
     xs = x.reshape(-1, s, d)  # (n, s, d); a view when x is contiguous
     out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     outs = out.view(-1, s, d)

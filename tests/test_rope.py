@@ -8,6 +8,7 @@ RoFormer's matrix) is in ``test_rope_reference.py``.
 """
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -402,14 +403,13 @@ def test_chunked_fast_path_equals_plain_formula(monkeypatch, chunk, table_shape,
         "1 d": (cos[3:4], sin[3:4]),
     }[table_shape]
     plain = x * cos + turn90(x, layout) * sin
-    torch.testing.assert_close(pc.apply_rope(x, cos, sin, layout=layout), plain, rtol=1e-15, atol=1e-15)
+    # every product and sum is its own rounded operation, as in the formula: equal bit for bit
+    assert torch.equal(pc.apply_rope(x, cos, sin, layout=layout, fused=False), plain)
     # bfloat16 input: computed in float32, rounded once
     xb = x.to(torch.bfloat16)
     c32, s32 = cos.float(), sin.float()
     plain_b = (xb.float() * c32 + turn90(xb.float(), layout) * s32).to(torch.bfloat16)
-    one_ulp = torch.finfo(torch.bfloat16).eps  # the order of one multiply-add may move a tie by 1 ulp
-    torch.testing.assert_close(pc.apply_rope(xb, c32, s32, layout=layout).float(), plain_b.float(),
-                               rtol=one_ulp, atol=0)
+    assert torch.equal(pc.apply_rope(xb, c32, s32, layout=layout, fused=False), plain_b)
 
 
 def test_long_sequence_chunked_over_positions(monkeypatch):
@@ -419,6 +419,105 @@ def test_long_sequence_chunked_over_positions(monkeypatch):
     cos, sin = pc.rope_cos_sin(torch.arange(333), 10, dtype=F64)
     expected = numpy_rope(x.numpy(), np.arange(333), "half")
     np.testing.assert_allclose(pc.apply_rope(x, cos, sin).numpy(), expected, rtol=0, atol=1e-13)
+
+
+# --------------------------------------------------------------------------- 8b. fused kernel
+
+
+def _tables(table_shape, b, s, d, layout, dtype):
+    positions = torch.arange(s) if table_shape != "b 1 s d" else torch.arange(b * s).reshape(b, s) * 3
+    cos, sin = pc.rope_cos_sin(positions, d, layout=layout, dtype=dtype)
+    return {
+        "s d": (cos, sin),
+        "1 1 s d": (cos[None, None], sin[None, None]),
+        "b 1 s d": (cos[:, None], sin[:, None]),
+        "1 d": (cos[3:4], sin[3:4]),
+    }[table_shape]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, F64, torch.bfloat16])
+@pytest.mark.parametrize("table_shape", ["s d", "1 1 s d", "b 1 s d", "1 d"])
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_fused_kernel_equals_the_formula_bit_for_bit(dtype, table_shape, layout):
+    """fused=True (torch.compile of the pair-by-pair form) gives x * cos + turn90(x) * sin exactly:
+    every product and sum rounded once, as in the formula (RoFormer Eq. 34), whatever the table
+    shape; low precision is computed in float32 and rounded once."""
+    b, h, s, d = 3, 5, 7, 6
+    contiguous = table_shape != "1 1 s d"  # one case with strides from a (b, s, h, d) projection
+    x = randn(b, h, s, d, seed=23, dtype=dtype) if contiguous else randn(b, s, h, d, seed=23, dtype=dtype).transpose(1, 2)
+    work = F64 if dtype == F64 else torch.float32
+    cos, sin = _tables(table_shape, b, s, d, layout, work)
+    xw = x.to(work)
+    expected = (xw * cos + turn90(xw, layout) * sin).to(dtype)
+    got = pc.apply_rope(x, cos, sin, layout=layout, fused=True)
+    assert got.dtype == dtype and got.shape == x.shape and got.is_contiguous()
+    assert torch.equal(got, expected)
+    assert torch.equal(x, randn(b, h, s, d, seed=23, dtype=dtype) if contiguous else x)  # input untouched
+
+
+class _Spy:
+    """Stands in for rope._fused_kernel: records calls, then runs the real kernel or raises."""
+
+    def __init__(self, fail=False):
+        self.calls, self.fail, self.error = 0, fail, None
+
+    def __call__(self, *args):
+        self.calls += 1
+        if self.fail:
+            raise RuntimeError("no C++ compiler here\nsecond line")
+        return rope_mod._FusedKernel()(*args)
+
+
+def test_auto_mode_fuses_large_float_cpu_inputs_only(monkeypatch):
+    """fused=None takes the compiled kernel for float32/float64 CPU inputs of at least
+    _FUSED_MIN_ELEMENTS with one shared table and no autograd, and the eager path otherwise."""
+    spy = _Spy()
+    monkeypatch.setattr(rope_mod, "_fused_kernel", spy)
+    monkeypatch.setattr(rope_mod, "_FUSED_MIN_ELEMENTS", 2 * 5 * 8)
+    cos, sin = pc.rope_cos_sin(torch.arange(5), 8)
+    big, small = randn(2, 5, 8, seed=24, dtype=torch.float32), randn(1, 5, 8, seed=24, dtype=torch.float32)
+    expected = big * cos + turn90(big, "half") * sin
+    assert torch.equal(pc.apply_rope(big, cos, sin), expected) and spy.calls == 1
+    pc.apply_rope(small, cos, sin)  # below the threshold
+    pc.apply_rope(big.to(torch.bfloat16), cos, sin)  # low precision: eager (compiled bf16 is slower)
+    pc.apply_rope(big, cos.expand(2, 5, 8), sin.expand(2, 5, 8))  # per-batch tables
+    pc.apply_rope(big, cos, sin, fused=False)
+    with_grad = pc.apply_rope(big.clone().requires_grad_(), cos, sin)  # autograd: the plain formula
+    assert with_grad.requires_grad and spy.calls == 1
+    assert torch.equal(with_grad.detach(), expected)
+
+
+def test_auto_mode_falls_back_once_when_compiling_fails(monkeypatch):
+    """A failed compile warns once, names the reason, and auto mode then stays on the eager path;
+    fused=True raises instead."""
+    spy = _Spy(fail=True)
+    monkeypatch.setattr(rope_mod, "_fused_kernel", spy)
+    monkeypatch.setattr(rope_mod, "_FUSED_MIN_ELEMENTS", 1)
+    x = randn(2, 5, 8, seed=25, dtype=torch.float32)
+    cos, sin = pc.rope_cos_sin(torch.arange(5), 8)
+    expected = x * cos + turn90(x, "half") * sin
+    with pytest.warns(RuntimeWarning, match=r"could not be compiled \(RuntimeError: no C\+\+ compiler here\); using the eager"):
+        assert torch.equal(pc.apply_rope(x, cos, sin), expected)
+    assert spy.error == "RuntimeError: no C++ compiler here" and spy.calls == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert torch.equal(pc.apply_rope(x, cos, sin), expected)  # no second try, no second warning
+    assert spy.calls == 1
+    with pytest.raises(RuntimeError, match=r"apply_rope\(fused=True\): torch.compile failed: no C\+\+ compiler"):
+        pc.apply_rope(x, cos, sin, fused=True)
+
+
+def test_apply_rope_inside_a_compiled_model_traces_as_one_graph():
+    """Under torch.compile of the caller, apply_rope is the plain formula (no chunk loop, no
+    nested compile), so fullgraph=True compiles and the values are unchanged."""
+    x = randn(2, 3, 7, 8, seed=26, dtype=torch.float32)
+    cos, sin = pc.rope_cos_sin(torch.arange(7), 8)
+
+    def block(t):
+        return pc.apply_rope(t, cos, sin) * 2.0
+
+    compiled = torch.compile(block, fullgraph=True, dynamic=False)
+    assert torch.equal(compiled(x), (x * cos + turn90(x, "half") * sin) * 2.0)
 
 
 # --------------------------------------------------------------------------- 9. bad input
@@ -495,6 +594,11 @@ BAD = [
      r"x must.*floating.*torch\.int64"),
     ("integer cos", lambda: pc.apply_rope(_X, _COS.long(), _COS), TypeError, r"cos must.*torch\.int64"),
     ("integer q", lambda: pc.RotaryEmbedding(8)(_Q.int(), _Q), TypeError, r"q must.*torch\.int32"),
+    ("fused not a bool", lambda: pc.apply_rope(_X, _COS, _COS, fused=1), TypeError, r"fused must be None, True or False, got 1"),
+    ("fused with autograd", lambda: pc.apply_rope(_X.clone().requires_grad_(), _COS, _COS, fused=True), ValueError,
+     r"fused=True computes without autograd"),
+    ("fused off the CPU", lambda: pc.apply_rope(_X.to("meta"), _COS.to("meta"), _COS.to("meta"), fused=True),
+     ValueError, r"fused=True is for CPU tensors, got x on meta"),
     ("odd x width", lambda: pc.apply_rope(torch.zeros(5, 7), torch.zeros(5, 7), torch.zeros(5, 7)), ValueError,
      r"head_dim.*7"),
     ("int dtype", lambda: pc.rope_cos_sin([0], 8, dtype=torch.int32), TypeError, r"dtype.*floating.*torch\.int32"),

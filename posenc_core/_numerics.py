@@ -25,7 +25,30 @@ def round_once(t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     """
     if dtype not in LOW_PRECISION or t.dtype != torch.float64:
         return t.to(dtype)
+    if t.requires_grad and torch.is_grad_enabled():
+        return _RoundOnce.apply(t, dtype)
+    return _round_once(t, dtype)
+
+
+def _round_once(t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     f = t.to(torch.float32)
     f = torch.where(f.double().abs() > t.abs(), torch.nextafter(f, torch.zeros_like(f)), f)  # toward 0
     odd = (f.view(torch.int32) | 1).view(torch.float32)
     return torch.where(f.double() != t, odd, f).to(dtype)
+
+
+class _RoundOnce(torch.autograd.Function):
+    """round_once with the gradient of a plain ``.to(dtype)``: the incoming gradient, cast back.
+
+    (The bit manipulation above has no derivative of its own: without this, every element
+    whose rounding is inexact would get a zero gradient.)
+    """
+
+    @staticmethod
+    def forward(ctx, t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:  # type: ignore[override]
+        ctx.source_dtype = t.dtype
+        return _round_once(t, dtype)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor) -> tuple[torch.Tensor, None]:  # type: ignore[override]
+        return grad.to(ctx.source_dtype), None

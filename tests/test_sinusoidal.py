@@ -132,6 +132,17 @@ def test_module_low_precision_sum_is_rounded_once():
     assert bool(is_nearest(out16, x16.double() + exact - x.double(), 1e-12).all())
 
 
+def test_module_low_precision_gradient_is_that_of_a_cast():
+    """d(x + PE)/dx = 1 for every element, also where rounding to bfloat16 is inexact (the
+    rounding is a cast; its gradient is the incoming gradient, as for ``Tensor.to``)."""
+    module = pc.SinusoidalPositionalEncoding(64, 128)
+    for dtype in (torch.bfloat16, torch.float16):
+        x = torch.randn(2, 128, 64).to(dtype).requires_grad_()
+        module(x).float().sum().backward()
+        assert x.grad.dtype == dtype
+        assert torch.equal(x.grad, torch.ones_like(x))
+
+
 @pytest.mark.parametrize(
     "kwargs, exc, match",
     [

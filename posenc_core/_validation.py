@@ -83,6 +83,27 @@ def choice(name: str, value: object, allowed: Iterable[str]) -> str:
     return value
 
 
+def boolean(name: str, value: object) -> bool:
+    """Return ``value`` if it is a bool (``numpy.bool_`` too): not 0/1, not a string."""
+    if isinstance(value, bool):
+        return value
+    if type(value).__name__ == "bool_" and type(value).__module__ == "numpy":
+        return bool(value)
+    raise TypeError(f"{name} must be True or False, got {type(value).__name__} {value!r}")
+
+
+def device_value(name: str, value: object) -> torch.device | None:
+    """Return ``value`` as a torch.device (None stays None), refusing what torch cannot parse."""
+    if value is None or isinstance(value, torch.device):
+        return value
+    if not isinstance(value, (str, int)) or isinstance(value, bool):
+        raise TypeError(f"{name} must be a torch.device, a string such as 'cpu' or 'cuda:0', or None; got {type(value).__name__} {value!r}")
+    try:
+        return torch.device(value)
+    except RuntimeError as exc:
+        raise ValueError(f"{name} must name a device such as 'cpu' or 'cuda:0', got {value!r} ({exc})") from None
+
+
 def float_dtype(name: str, value: object) -> torch.dtype:
     """Return ``value`` if it is a real floating-point torch dtype."""
     if not isinstance(value, torch.dtype):

@@ -87,7 +87,7 @@ def boolean(name: str, value: object) -> bool:
     """Return ``value`` if it is a bool (``numpy.bool_`` too): not 0/1, not a string."""
     if isinstance(value, bool):
         return value
-    if type(value).__name__ == "bool_" and type(value).__module__ == "numpy":
+    if type(value).__module__ == "numpy" and type(value).__name__ in ("bool", "bool_"):  # numpy.bool_
         return bool(value)
     raise TypeError(f"{name} must be True or False, got {type(value).__name__} {value!r}")
 

@@ -37,6 +37,7 @@ unless ``--strict`` is given; a wrong result (the equality check) always exits n
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import platform
 import statistics
@@ -148,6 +149,16 @@ def _paired(t: Timings, num: str, den: str) -> str:
             f"ratio of fastest calls {best:.3f}")
 
 
+def _not_nearest(got: torch.Tensor, exact: torch.Tensor) -> int:
+    """How many elements of a low-precision ``got`` have a neighbour closer to ``exact`` (float64)."""
+    err = (got.double() - exact).abs()
+    closer = torch.zeros_like(err, dtype=torch.bool)
+    for direction in (math.inf, -math.inf):
+        neighbour = torch.nextafter(got, torch.full_like(got, direction)).double()
+        closer |= (neighbour - exact).abs() < err
+    return int(closer.sum())
+
+
 # --------------------------------------------------------------------------- tables
 
 
@@ -241,12 +252,12 @@ def main(argv: list[str] | None = None) -> int:
         diff_il = (ours_i - plain_i).abs().max().item()
         bit_il = torch.equal(ours_i, plain_i)
         del ours_i, plain_i
-        ref_b = hf(qb.float(), cos4, sin4)  # float32 arithmetic on the bf16 inputs
+        ref_b = hf(qb.double(), cos4.double(), sin4.double())  # the formula on the bf16 inputs, in float64
         ours_b, hf_b = apply_rope(qb, cos, sin), hf(qb, cos4b, sin4b)
-        diff_ours_b = (ours_b.float() - ref_b).abs().max().item()
-        diff_hf_b = (hf_b.float() - ref_b).abs().max().item()
+        diff_ours_b = (ours_b.double() - ref_b).abs().max().item()
+        diff_hf_b = (hf_b.double() - ref_b).abs().max().item()
         diff_b_between = (ours_b.float() - hf_b.float()).abs().max().item()
-        ours_b_is_rounded_ref = torch.equal(ours_b, ref_b.to(torch.bfloat16))
+        not_nearest_ours, not_nearest_hf = _not_nearest(ours_b, ref_b), _not_nearest(hf_b, ref_b)
         del ref_b, ours_b, hf_b
     fused_error = rope_mod._fused_kernel.error
     if q.numel() >= rope_mod._FUSED_MIN_ELEMENTS:
@@ -262,11 +273,13 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  float32 half, eager path (fused=False): max |apply_rope - HF formula| = {diff_eager:.3g}  "
           f"(bit-identical: {bit_eager})")
     print(f"  float32 interleaved: max |apply_rope - plain formula| = {diff_il:.3g}  (bit-identical: {bit_il})")
-    print(f"  bfloat16: max |apply_rope - float32 formula| = {diff_ours_b:.3g} "
-          f"(equals the float32 formula rounded to bf16: {ours_b_is_rounded_ref}); "
-          f"max |HF bf16 - float32 formula| = {diff_hf_b:.3g}; max |apply_rope - HF bf16| = {diff_b_between:.3g}")
+    print(f"  bfloat16: max |apply_rope - exact formula| = {diff_ours_b:.3g}, "
+          f"elements that are not the nearest bf16 to it: {not_nearest_ours} of {qb.numel()}; "
+          f"HF bf16: {diff_hf_b:.3g}, {not_nearest_hf} not nearest; max |apply_rope - HF bf16| = {diff_b_between:.3g}")
     if not diff_fp32 < EQUALITY_TOL:
         failures.append(f"float32 apply_rope differs from the HF formula by {diff_fp32:.3g} >= {EQUALITY_TOL:g}")
+    if not_nearest_ours:
+        failures.append(f"bfloat16 apply_rope is not the nearest bf16 value of the formula for {not_nearest_ours} elements")
     if not diff_eager < EQUALITY_TOL:
         failures.append(f"float32 eager apply_rope differs from the HF formula by {diff_eager:.3g} >= {EQUALITY_TOL:g}")
     if not diff_il < EQUALITY_TOL:

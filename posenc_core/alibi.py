@@ -15,6 +15,7 @@ import math
 import torch
 
 from . import _validation as v
+from ._numerics import round_once
 
 
 def _power_of_two_exponents(n: int) -> list[float]:
@@ -27,10 +28,15 @@ def alibi_slopes(
 ) -> torch.Tensor:
     """Per-head slopes m_h, equal to the reference ``get_slopes(n_heads)`` for any head count.
 
+    Checked in ``tests/test_alibi.py`` against an independent transcription of the reference
+    ``get_slopes`` (Press et al. 2022, Sec. 3, and ofirpress/attention_with_linear_biases).
+
     Args:
         n_heads: number of attention heads, a positive integer.
-        dtype: dtype of the result (exponents are exact; each slope is one rounding of 2**e).
-        device: device of the result.
+        dtype: real floating dtype of the result (exponents are exact; each slope is 2**e
+            computed in float64 and rounded once to ``dtype``).
+        device: device of the result (a torch.device, a string such as ``"cpu"``, or None
+            for the default device).
 
     Returns:
         tensor of shape ``(n_heads,)``, all in (0, 1): decreasing for a power of two; otherwise
@@ -39,11 +45,13 @@ def alibi_slopes(
     """
     n_heads = v.positive_int("n_heads", n_heads)
     dtype = v.float_dtype("dtype", dtype)
+    device = v.device_value("device", device)
     closest = 2 ** int(math.floor(math.log2(n_heads)))
     exponents = _power_of_two_exponents(closest)
     if closest != n_heads:
         exponents += _power_of_two_exponents(2 * closest)[0::2][: n_heads - closest]
-    return torch.exp2(torch.tensor(exponents, dtype=torch.float64)).to(device=device, dtype=dtype)
+    slopes = torch.exp2(torch.tensor(exponents, dtype=torch.float64))  # (h,)
+    return round_once(slopes, dtype).to(device=device)
 
 
 def alibi_bias(
@@ -55,20 +63,23 @@ def alibi_bias(
     dtype: torch.dtype = torch.float32,
     device: torch.device | str | None = None,
 ) -> torch.Tensor:
-    """The additive attention bias of ALiBi.
+    """The additive attention bias of ALiBi (Press et al. 2022, Sec. 3, Fig. 3).
 
     Queries are taken to be the last ``q_len`` of the ``k_len`` positions (so ``q_len < k_len``
-    covers decoding with a KV cache): query row i sits at absolute position
-    ``i + k_len - q_len``.
+    covers decoding with a KV cache): query row r sits at absolute position
+    ``i = r + k_len - q_len``, and key column j at position j. Checked in
+    ``tests/test_alibi.py`` against the formula with independently transcribed slopes.
 
     Args:
-        n_heads: number of heads.
-        q_len: number of queries, <= k_len.
-        k_len: number of keys.
-        causal: if True, entry (h, i, j) is ``-m_h * (i - j)`` for keys at or before the query
-            and ``-inf`` after it (the bias carries the causal mask). If False, the
-            bidirectional form ``-m_h * |i - j|``.
-        dtype, device: of the result.
+        n_heads: number of heads, a positive integer.
+        q_len: number of queries, a positive integer <= k_len.
+        k_len: number of keys, a positive integer.
+        causal: True or False (a numpy bool too). If True, entry (h, r, j) is
+            ``-m_h * (i - j)`` for keys at or before the query (j <= i) and ``-inf`` after it
+            (the bias carries the causal mask). If False, the bidirectional form
+            ``-m_h * |i - j|``.
+        dtype: real floating dtype of the result (computed in float64, rounded once).
+        device: device of the result (a torch.device, a string such as ``"cpu"``, or None).
 
     Returns:
         tensor of shape ``(n_heads, q_len, k_len)``, added to scores before the softmax.
@@ -78,8 +89,9 @@ def alibi_bias(
     k_len = v.positive_int("k_len", k_len)
     if q_len > k_len:
         raise ValueError(f"q_len must be <= k_len (queries are the last q_len keys), got q_len={q_len}, k_len={k_len}")
-    if not isinstance(causal, bool):
-        raise TypeError(f"causal must be a bool, got {type(causal).__name__} {causal!r}")
+    causal = v.boolean("causal", causal)
+    dtype = v.float_dtype("dtype", dtype)
+    device = v.device_value("device", device)
     slopes = alibi_slopes(n_heads, dtype=torch.float64, device=device)  # (h,)
     i = torch.arange(k_len - q_len, k_len, dtype=torch.float64, device=device)  # (q,)
     j = torch.arange(k_len, dtype=torch.float64, device=device)  # (k,)
@@ -89,7 +101,7 @@ def alibi_bias(
         bias = bias.masked_fill(distance < 0, float("-inf"))
     else:
         bias = -slopes[:, None, None] * distance.abs()
-    return bias.to(dtype)
+    return round_once(bias, dtype)
 
 
 def alibi_key_bias(
@@ -99,12 +111,24 @@ def alibi_key_bias(
 
     Under a causal mask, ``m_h * j`` and ``-m_h * (i - j)`` differ by ``m_h * i``, a constant
     along each softmax row, so both give the same attention weights. Without a causal mask
-    they do not (chapter 7 shows the difference).
+    they do not (chapter 7 shows the difference). This is the form of the ALiBi reference
+    code (ofirpress/attention_with_linear_biases, ``slopes * arange(k_len)``), checked in
+    ``tests/test_alibi.py`` against softmax rows of :func:`alibi_bias`.
+
+    Args:
+        n_heads: number of heads, a positive integer.
+        k_len: number of keys, a positive integer.
+        dtype: real floating dtype of the result (computed in float64, rounded once).
+        device: device of the result (a torch.device, a string such as ``"cpu"``, or None).
 
     Returns:
-        tensor of shape ``(n_heads, 1, k_len)``.
+        tensor of shape ``(n_heads, 1, k_len)``: entry (h, 0, j) is ``m_h * j``; it broadcasts
+        over the query dimension.
     """
+    n_heads = v.positive_int("n_heads", n_heads)
     k_len = v.positive_int("k_len", k_len)
+    dtype = v.float_dtype("dtype", dtype)
+    device = v.device_value("device", device)
     slopes = alibi_slopes(n_heads, dtype=torch.float64, device=device)  # (h,)
     j = torch.arange(k_len, dtype=torch.float64, device=device)  # (k,)
-    return (slopes[:, None, None] * j[None, None, :]).to(dtype)
+    return round_once(slopes[:, None, None] * j[None, None, :], dtype)  # (h, 1, k)

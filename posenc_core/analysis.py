@@ -22,23 +22,50 @@ from .sinusoidal import frequencies
 
 
 def cosine_similarity_matrix(table: torch.Tensor) -> torch.Tensor:
-    """Cosine similarity between every pair of rows.
+    """Cosine similarity between every pair of rows, ``u_p . u_q / (|u_p| |u_q|)``.
+
+    Checked in ``tests/test_analysis.py`` against the closed form ``mean_i cos(omega_i k)``
+    for a sinusoidal table (Vaswani et al. 2017, Sec. 3.5).
 
     Args:
-        table: ``(n, d)`` encodings (rows with zero norm are rejected).
+        table: ``(n, d)`` finite floating encodings, d >= 1 (rows with zero norm are rejected).
 
     Returns:
         float64 tensor ``(n, n)`` with ones on the diagonal.
     """
-    v.tensor("table", table, min_dim=2, floating=True)
-    if table.dim() != 2:
-        raise ValueError(f"table must have shape (n, d), got {tuple(table.shape)}")
+    _check_table(table)
     t = table.detach().to(torch.float64)
     norms = t.norm(dim=-1, keepdim=True)  # (n, 1)
-    if bool((norms == 0).any()):
-        raise ValueError("table has a row of zeros, whose cosine similarity is undefined")
+    zero = torch.nonzero(norms[:, 0] == 0)
+    if zero.numel():
+        raise ValueError(
+            f"table must not have a row of zeros (its cosine similarity is undefined), but row "
+            f"{int(zero[0, 0])} of table with shape {tuple(table.shape)} is all zeros"
+        )
     u = t / norms
     return u @ u.T
+
+
+def _check_table(table: torch.Tensor, min_rows: int = 0) -> None:
+    """A finite floating ``(n, d)`` table with d >= 1 and n >= min_rows."""
+    v.tensor("table", table, min_dim=2, floating=True)
+    if table.dim() != 2 or table.shape[1] < 1 or table.shape[0] < min_rows:
+        rows = f"n >= {min_rows} and " if min_rows else ""
+        raise ValueError(f"table must have shape (n, d) with {rows}d >= 1, got shape {tuple(table.shape)}")
+    v.finite("table", table)
+
+
+def _check_curve(curve: torch.Tensor) -> torch.Tensor:
+    """A finite 1-D real (integer or floating) tensor, returned as float64."""
+    v.tensor("curve", curve, min_dim=1)
+    if curve.dtype == torch.bool or curve.is_complex():
+        raise TypeError(f"curve must be a real (integer or floating-point) tensor, got dtype {curve.dtype}")
+    if curve.dim() != 1:
+        raise ValueError(
+            f"curve must be 1-D (one value per offset k = 0, 1, ...), got shape {tuple(curve.shape)}"
+        )
+    v.finite("curve", curve)
+    return curve.detach().to(torch.float64)
 
 
 def similarity_by_offset(table: torch.Tensor, max_offset: int | None = None) -> torch.Tensor:
@@ -48,12 +75,13 @@ def similarity_by_offset(table: torch.Tensor, max_offset: int | None = None) -> 
     for a learned table it is the average over the available pairs.
 
     Args:
-        table: ``(n, d)``.
-        max_offset: largest k (default n - 1).
+        table: ``(n, d)`` finite floating encodings, n >= 1.
+        max_offset: largest k, a non-negative integer < n (default n - 1).
 
     Returns:
         float64 tensor ``(max_offset + 1,)``.
     """
+    _check_table(table, min_rows=1)
     sim = cosine_similarity_matrix(table)  # (n, n)
     n = sim.shape[0]
     max_offset = n - 1 if max_offset is None else v.non_negative_int("max_offset", max_offset)
@@ -72,10 +100,11 @@ def sinusoidal_similarity(
         PE(p) . PE(p+k) = sum_i [sin(w_i p) sin(w_i (p+k)) + cos(w_i p) cos(w_i (p+k))]
                         = sum_i cos(w_i k)
 
-    and ``PE(p) . PE(p) = d_model / 2``, so the similarity is ``mean_i cos(w_i k)``.
+    and ``PE(p) . PE(p) = d_model / 2``, so the similarity is ``mean_i cos(w_i k)``
+    (Vaswani et al. 2017, Sec. 3.5; checked against the table's own rows in the tests).
 
     Args:
-        offsets: any shape ``K`` of offsets k.
+        offsets: any shape ``K`` of finite real offsets k.
         d_model, base: as in :func:`~posenc_core.sinusoidal.frequencies`.
 
     Returns:
@@ -87,12 +116,22 @@ def sinusoidal_similarity(
 
 
 def first_rise(curve: torch.Tensor) -> int | None:
-    """Index of the first step where a similarity-versus-offset curve goes up, or None.
+    """The first offset k at which a similarity-versus-offset curve goes up, or None.
 
-    A curve that only ever falls ("closer positions are always more similar") returns None.
+    With ``curve[k]`` the similarity at offset k (k = 0, 1, ...), returns the smallest k with
+    ``curve[k] > curve[k - 1] + 1e-12`` (the tolerance ignores float64 rounding noise on a
+    flat stretch). A curve that never rises ("closer positions are always more similar")
+    returns None. Checked in ``tests/test_analysis.py`` against the first rise of cos(k)
+    found by hand and by a plain loop.
+
+    Args:
+        curve: 1-D finite real tensor ``(K,)``, e.g. from :func:`sinusoidal_similarity`.
+
+    Returns:
+        the offset k (an int in 1 .. K - 1), or None.
     """
-    v.tensor("curve", curve, min_dim=1)
-    diffs = torch.diff(curve.to(torch.float64))
+    s = _check_curve(curve)
+    diffs = torch.diff(s)
     ups = torch.nonzero(diffs > 1e-12)
     return None if ups.numel() == 0 else int(ups[0, 0]) + 1
 
@@ -103,14 +142,18 @@ def largest_reversal(curve: torch.Tensor) -> tuple[float, int, int]:
     Returns the largest ``curve[far] - curve[near]`` over ``near < far`` (0.0 and equal
     offsets for a curve that never rises), with the two offsets.
 
+    Checked in ``tests/test_analysis.py`` against a brute-force search over all pairs.
+
     Args:
-        curve: 1-D similarity-versus-offset values, e.g. from :func:`sinusoidal_similarity`.
+        curve: 1-D finite real tensor ``(K,)`` with K >= 1, similarity-versus-offset values,
+            e.g. from :func:`sinusoidal_similarity`.
 
     Returns:
-        ``(gap, near, far)``.
+        ``(gap, near, far)``: a float >= 0 and two offsets with ``near <= far``.
     """
-    v.tensor("curve", curve, min_dim=1)
-    s = curve.detach().to(torch.float64).flatten()
+    s = _check_curve(curve)
+    if s.numel() == 0:
+        raise ValueError("curve must have at least one value, got shape (0,)")
     later_max = torch.flip(torch.cummax(torch.flip(s, [0]), 0).values, [0])  # max of s at offsets >= k
     near = int(torch.argmax(later_max - s))
     far = near + int(torch.argmax(s[near:]))
@@ -120,10 +163,16 @@ def largest_reversal(curve: torch.Tensor) -> tuple[float, int, int]:
 def neighbour_distance(d_model: int, *, base: float = 10000.0) -> float:
     """Distance between the sinusoidal encodings of neighbouring positions, the same for every p.
 
-    ``|PE(p+1) - PE(p)|**2 = sum_i 2 (1 - cos omega_i)``, from the angle-addition formulas.
+    ``|PE(p+1) - PE(p)|**2 = sum_i 2 (1 - cos omega_i)``, from the angle-addition formulas
+    applied to the table of Vaswani et al. 2017, Sec. 3.5 (checked against two rows of the
+    table in ``tests/test_analysis.py``).
+
+    Args:
+        d_model: model width, a positive even integer.
+        base: frequency base, finite and > 1.
 
     Returns:
-        the distance, a float.
+        the distance, a float in (0, sqrt(2 d_model)].
     """
     omega = frequencies(d_model, base=base)
     return float((2 * (1 - torch.cos(omega))).sum().sqrt())
@@ -148,6 +197,7 @@ def count_pairs(
         (omega_i L < frozen_angle) and ``partial`` (the rest). An angle exactly on a
         threshold falls on the side its float64 value gives.
     """
+    head_or_model_dim = v.even_int("head_or_model_dim", head_or_model_dim)
     length = v.positive_int("length", length)
     frozen_angle = v.real_number("frozen_angle", frozen_angle)
     if not 0 < frozen_angle < 2 * math.pi:
@@ -165,16 +215,14 @@ def nearest_neighbour_margin(table: torch.Tensor) -> dict[str, Any]:
     cosine similarity to any other row.
 
     Args:
-        table: ``(n, d)``, n >= 2.
+        table: ``(n, d)`` finite floating encodings, n >= 2, d >= 1, no row of zeros.
 
     Returns:
         dict with ``min_distance`` (float, smallest over p), ``nearest_distance`` (float64
         ``(n,)``), ``max_similarity`` (float, largest off-diagonal cosine similarity),
         ``argmax_pair`` ((p, q) achieving it) and ``all_distinct`` (no two rows equal).
     """
-    v.tensor("table", table, min_dim=2, floating=True)
-    if table.dim() != 2 or table.shape[0] < 2:
-        raise ValueError(f"table must have shape (n, d) with n >= 2, got {tuple(table.shape)}")
+    _check_table(table, min_rows=2)
     t = table.detach().to(torch.float64)
     dist = torch.cdist(t, t)  # (n, n)
     dist.fill_diagonal_(float("inf"))
@@ -209,16 +257,20 @@ def rope_score_vs_distance(
     Any (q, k) may be given instead (interleaved pairs), e.g. to see that random vectors show
     no systematic decay (Barbero et al. 2024).
 
+    Su et al. 2021 (RoFormer), Sec. 3.4.3; checked in ``tests/test_analysis.py`` against
+    rotating the vectors with :func:`~posenc_core.rope.apply_rope`.
+
     Args:
-        distances: any shape ``K`` of relative distances n - m.
+        distances: any shape ``K`` of finite real relative distances n - m.
         head_dim, base, scaling: as in :func:`~posenc_core.rope.rope_frequencies`.
-        q, k: optional ``(head_dim,)`` vectors, paired as (2i, 2i+1).
+        q, k: optional finite floating ``(head_dim,)`` vectors, paired as (2i, 2i+1).
 
     Returns:
         float64 tensor of shape ``K``.
     """
+    dist = v.as_positions("distances", distances)  # K, float64
     d = v.even_int("head_dim", head_dim)
-    angles = rope_angles(distances, d, base=base, scaling=scaling)  # K + (d/2,)
+    angles = rope_angles(dist, d, base=base, scaling=scaling)  # K + (d/2,)
     if q is None and k is None:
         return torch.cos(angles).mean(-1)
     q = torch.ones(d, dtype=torch.float64) if q is None else q
@@ -227,8 +279,9 @@ def rope_score_vs_distance(
         v.tensor(name, t, min_dim=1, floating=True)
         if t.shape != (d,):
             raise ValueError(f"{name} must have shape (head_dim,) = ({d},), got {tuple(t.shape)}")
-    q2 = q.detach().to(torch.float64).view(d // 2, 2).to(angles.device)
-    k2 = k.detach().to(torch.float64).view(d // 2, 2).to(angles.device)
+        v.finite(name, t)
+    q2 = q.detach().to(torch.float64).reshape(d // 2, 2).to(angles.device)
+    k2 = k.detach().to(torch.float64).reshape(d // 2, 2).to(angles.device)
     # <q_i, R(a) k_i> = cos(a)(q0 k0 + q1 k1) + sin(a)(q0 (-k1) + q1 k0)
     dot = (q2 * k2).sum(-1)  # (d/2,)
     cross = q2[:, 1] * k2[:, 0] - q2[:, 0] * k2[:, 1]  # (d/2,)
@@ -242,12 +295,20 @@ def rope_decay_bound(
 
     ``S_j = sum_{i<j} exp(1j * distance * theta_i)``, j = 1 .. d/2. By Abel summation
     ``abs(sum_i h_i exp(1j m theta_i)) <= max_i abs(h_{i+1} - h_i) * sum_j abs(S_j)``; the
-    paper plots the mean of ``abs(S_j)``, which decays with distance.
+    paper plots the mean of ``abs(S_j)``, which decays with distance. Checked in
+    ``tests/test_analysis.py`` against the partial sums computed with numpy.
+
+    Args:
+        distances: any shape ``K`` of finite real relative distances m.
+        head_dim: head width, a positive even integer (d above).
+        base: frequency base, finite and > 1 (theta_i = base**(-2i/d)).
 
     Returns:
-        float64 tensor of the shape of ``distances``.
+        float64 tensor of shape ``K`` (the shape of ``distances``); d/4 + 1/2 at distance 0.
     """
-    angles = rope_angles(distances, head_dim, base=base)  # K + (d/2,)
+    dist = v.as_positions("distances", distances)  # K, float64
+    head_dim = v.even_int("head_dim", head_dim)
+    angles = rope_angles(dist, head_dim, base=base)  # K + (d/2,)
     partial = torch.cumsum(torch.polar(torch.ones_like(angles), angles), dim=-1)  # S_1 .. S_{d/2}
     return partial.abs().mean(-1)
 
@@ -260,10 +321,14 @@ def score_decomposition(
     With x_i = e_i + p_i and A = W_q W_k^T / sqrt(d_h),
     x_i A x_j^T = e_i A e_j^T + e_i A p_j^T + p_i A e_j^T + p_i A p_j^T.
 
+    This is the expansion discussed by Ke, He and Liu 2021 ("Rethinking Positional Encoding
+    in Language Pre-training", TUPE); checked in ``tests/test_analysis.py`` against the
+    score of the summed input computed directly.
+
     Args:
-        content: ``(s, d)`` token embeddings e.
-        position: ``(s, d)`` position encodings p.
-        w_q, w_k: ``(d, d_h)`` projections.
+        content: ``(s, d)`` finite floating token embeddings e.
+        position: ``(s, d)`` finite floating position encodings p.
+        w_q, w_k: ``(d, d_h)`` finite floating projections, d_h >= 1.
 
     Returns:
         dict of float64 ``(s, s)`` tensors: ``content_content``, ``content_position``,
@@ -275,10 +340,13 @@ def score_decomposition(
             raise ValueError(f"{name} must be 2-D, got shape {tuple(t.shape)}")
     if content.shape != position.shape:
         raise ValueError(f"content and position must have the same shape, got {tuple(content.shape)} and {tuple(position.shape)}")
-    if w_q.shape != w_k.shape or w_q.shape[0] != content.shape[1]:
+    if w_q.shape != w_k.shape or w_q.shape[0] != content.shape[1] or w_q.shape[1] < 1:
         raise ValueError(
-            f"w_q and w_k must both have shape (d={content.shape[1]}, d_h), got {tuple(w_q.shape)} and {tuple(w_k.shape)}"
+            f"w_q and w_k must both have shape (d={content.shape[1]}, d_h) with d_h >= 1, got "
+            f"{tuple(w_q.shape)} and {tuple(w_k.shape)}"
         )
+    for name, t in (("content", content), ("position", position), ("w_q", w_q), ("w_k", w_k)):
+        v.finite(name, t)
     e, p = content.detach().double(), position.detach().double()
     a = w_q.detach().double() @ w_k.detach().double().T / math.sqrt(w_q.shape[1])  # (d, d)
     terms = {

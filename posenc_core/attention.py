@@ -25,6 +25,53 @@ from .alibi import alibi_bias
 from .rope import RotaryEmbedding
 
 
+def _shape(t: torch.Tensor) -> tuple[int, ...]:
+    return tuple(t.shape)
+
+
+def _broadcast(*shapes: tuple[int, ...]) -> tuple[int, ...] | None:
+    """The broadcast of ``shapes`` (NumPy rules), or None if they do not broadcast.
+
+    Plain Python: ``torch.broadcast_shapes`` costs several microseconds per call."""
+    if all(sh == shapes[0] for sh in shapes):
+        return tuple(shapes[0])
+    out = [1] * max(len(sh) for sh in shapes)
+    for sh in shapes:
+        for i, n in enumerate(sh, start=len(out) - len(sh)):
+            if n != 1:
+                if out[i] not in (1, n):
+                    return None
+                out[i] = n
+    return tuple(out)
+
+
+def _autocast_on(t: torch.Tensor) -> bool:
+    """Whether autocast is active for ``t``'s device type (then mixed dtypes are legitimate)."""
+    try:
+        return torch.is_autocast_enabled(t.device.type)
+    except (RuntimeError, TypeError, ValueError):  # a device type autocast does not know
+        return False
+
+
+def _check_bias(bias: object, scores_shape: tuple[int, ...], like: torch.Tensor) -> torch.Tensor:
+    """Check an additive bias against the scores ``(..., s_q, s_k)``: floating point, on
+    ``like``'s device, and broadcastable to ``scores_shape`` without enlarging it."""
+    if isinstance(bias, torch.Tensor) and bias.dtype == torch.bool:
+        raise TypeError(
+            "bias is added to the scores, so it must be a floating-point tensor, got dtype torch.bool; "
+            "for a boolean keep-mask m pass torch.zeros(m.shape).masked_fill(~m, float('-inf'))"
+        )
+    v.tensor("bias", bias, floating=True)
+    if _broadcast(_shape(bias), scores_shape) != scores_shape:
+        raise ValueError(
+            f"bias of shape {_shape(bias)} must broadcast to the scores (..., s_q, s_k) = {scores_shape} "
+            "without enlarging them (each of its trailing dimensions 1 or equal to the scores')"
+        )
+    if bias.device != like.device:
+        raise ValueError(f"bias must be on the same device as the queries ({like.device}), got {bias.device}")
+    return bias
+
+
 def _combined_mask(bias: torch.Tensor | None, q_len: int, k_len: int, causal: bool, like: torch.Tensor) -> torch.Tensor | None:
     """Additive mask (q_len, k_len) or broadcastable bias with the causal part folded in."""
     if not causal:
@@ -46,38 +93,60 @@ def attention(
     """softmax(q k^T / sqrt(d_h) + bias) v, with an optional causal mask.
 
     Args:
-        q: ``(..., s_q, d_h)``.
-        k: ``(..., s_k, d_h)``.
-        v_: ``(..., s_k, d_v)``.
-        causal: mask keys after each query. With s_q < s_k the queries are the last s_q
-            positions (decoding with a KV cache).
-        bias: additive scores broadcastable to ``(..., s_q, s_k)`` (e.g. ``(h, s_q, s_k)``).
-        return_weights: also return the attention weights.
+        q: ``(..., s_q, d_h)``, floating point, d_h >= 1.
+        k: ``(..., s_k, d_h)``, s_k >= 1 (unless s_q = 0).
+        v_: ``(..., s_k, d_v)``. The leading dimensions ``...`` of q, k and v are equal or
+            broadcast against each other (e.g. k and v ``(b, 1, s_k, d_h)`` shared by all heads);
+            ``...`` below is their broadcast shape. q, k and v share one dtype (unless autocast
+            is on) and one device.
+        causal: True or False; mask keys after each query. With s_q < s_k the queries are the
+            last s_q positions (decoding with a KV cache).
+        bias: additive floating-point scores (0 keeps, -inf hides; not a boolean mask) that
+            broadcast to ``(..., s_q, s_k)`` without enlarging it (e.g. ``(s_q, s_k)``,
+            ``(h, s_q, s_k)`` or ``(h, 1, s_k)``), on q's device; cast to q's dtype.
+        return_weights: True or False; also return the attention weights.
 
     Returns:
-        ``(..., s_q, d_v)``, and the weights ``(..., s_q, s_k)`` if requested.
+        ``(..., s_q, d_v)``, and the weights ``(..., s_q, s_k)`` if requested (leading
+        dimensions: the broadcast of those of q, k and bias).
+
+    Raises:
+        TypeError: a non-tensor or non-floating q, k, v or bias (a boolean bias included),
+            mismatched dtypes of q, k, v, or a flag that is not a bool.
+        ValueError: fewer than 2 dimensions, shapes that do not fit together, a bias that
+            does not broadcast to the scores, tensors on different devices, or causal with
+            s_q > s_k.
     """
     for name, t in (("q", q), ("k", k), ("v", v_)):
         v.tensor(name, t, min_dim=2, floating=True)
+    causal = v.boolean("causal", causal)
+    return_weights = v.boolean("return_weights", return_weights)
+
+    def shapes() -> str:  # for the messages below; built only when one is raised
+        return f"q {_shape(q)}, k {_shape(k)}, v {_shape(v_)}"
+
     if q.shape[-1] != k.shape[-1]:
-        raise ValueError(f"q and k must have the same last dimension, got {tuple(q.shape)} and {tuple(k.shape)}")
+        raise ValueError(f"q and k must have the same last dimension d_h, got {shapes()}")
+    if q.shape[-1] == 0:
+        raise ValueError(f"q and k must have a last dimension d_h >= 1, got {shapes()}")
     if k.shape[-2] != v_.shape[-2]:
-        raise ValueError(f"k and v must have the same sequence length, got {tuple(k.shape)} and {tuple(v_.shape)}")
-    if not isinstance(causal, bool):
-        raise TypeError(f"causal must be a bool, got {type(causal).__name__} {causal!r}")
+        raise ValueError(f"k and v must have the same sequence length (number of keys s_k), got {shapes()}")
+    if k.shape[-2] == 0 and q.shape[-2] > 0:
+        raise ValueError(f"k and v must hold at least one key (softmax over no keys is undefined), got {shapes()}")
+    batch = _broadcast(_shape(q)[:-2], _shape(k)[:-2], _shape(v_)[:-2])
+    if batch is None:
+        raise ValueError(f"the leading (batch/head) dimensions of q, k and v must be equal or broadcastable, got {shapes()}")
+    if not (q.dtype == k.dtype == v_.dtype) and not _autocast_on(q):
+        raise TypeError(f"q, k and v must have the same dtype, got q {q.dtype}, k {k.dtype}, v {v_.dtype}")
+    if not (q.device == k.device == v_.device):
+        raise ValueError(f"q, k and v must be on the same device, got q {q.device}, k {k.device}, v {v_.device}")
     s_q, s_k = q.shape[-2], k.shape[-2]
     if causal and s_q > s_k:
         raise ValueError(f"with causal=True, q may not be longer than k, got s_q={s_q}, s_k={s_k}")
     if bias is not None:
-        v.tensor("bias", bias, floating=True)
-        try:
-            torch.broadcast_shapes(bias.shape, q.shape[:-2] + (s_q, s_k))
-        except RuntimeError:
-            raise ValueError(
-                f"bias of shape {tuple(bias.shape)} must broadcast to the scores (..., s_q, s_k) = "
-                f"{tuple(q.shape[:-2]) + (s_q, s_k)}"
-            ) from None
-        bias = bias.to(q.dtype)
+        bias = _check_bias(bias, batch + (s_q, s_k), q).to(q.dtype)
+        if bias.dim() < 2:  # (s_k,) or (): a view with the same broadcast, as SDPA wants >= 2 dims on 4-D inputs
+            bias = bias.reshape((1,) * (2 - bias.dim()) + _shape(bias))
     if not return_weights:
         if bias is None and (not causal or s_q == s_k):
             return F.scaled_dot_product_attention(q, k, v_, is_causal=causal)
@@ -103,9 +172,10 @@ def self_attention(
     """Single-head self-attention of ``x`` with projection matrices (no positions added here).
 
     Args:
-        x: ``(..., s, d)``.
-        w_q, w_k: ``(d, d_h)``; w_v: ``(d, d_v)``.
-        causal, bias, return_weights: as in :func:`attention`.
+        x: ``(..., s, d)``, floating point.
+        w_q, w_k: ``(d, d_h)``; w_v: ``(d, d_v)``; same dtype and device as x.
+        causal, bias, return_weights: as in :func:`attention`; bias broadcasts to the scores
+            ``(..., s, s)`` without enlarging them.
 
     Returns:
         ``(..., s, d_v)`` (and weights ``(..., s, s)`` if requested).
@@ -115,6 +185,12 @@ def self_attention(
         v.tensor(name, w, min_dim=2, floating=True)
         if w.dim() != 2 or w.shape[0] != x.shape[-1]:
             raise ValueError(f"{name} must have shape (d_model={x.shape[-1]}, d_head), got {tuple(w.shape)}")
+        if w.dtype != x.dtype and not _autocast_on(x):
+            raise TypeError(f"{name} must have the dtype of x ({x.dtype}), got {w.dtype}")
+        if w.device != x.device:
+            raise ValueError(f"{name} must be on the device of x ({x.device}), got {w.device}")
+    if w_q.shape[1] != w_k.shape[1]:
+        raise ValueError(f"w_q and w_k must have the same width d_h, got w_q {_shape(w_q)}, w_k {_shape(w_k)}")
     return attention(x @ w_q, x @ w_k, x @ w_v, causal=causal, bias=bias, return_weights=return_weights)
 
 
@@ -126,8 +202,9 @@ class MultiHeadSelfAttention(nn.Module):
         n_heads: number of heads; must divide d_model.
         rope: None, or a :class:`~posenc_core.rope.RotaryEmbedding` (its head_dim must be d_model // n_heads)
             applied to queries and keys.
-        alibi: add ALiBi biases (causal or bidirectional to match ``causal`` in forward).
-        bias: use biases in the linear projections.
+        alibi: True or False; add ALiBi biases (causal or bidirectional to match ``causal`` in
+            forward).
+        bias: True or False; use biases in the linear projections.
     """
 
     def __init__(
@@ -151,7 +228,8 @@ class MultiHeadSelfAttention(nn.Module):
             if rope.head_dim != self.head_dim:
                 raise ValueError(f"rope.head_dim={rope.head_dim} must equal d_model // n_heads = {self.head_dim}")
         self.rope = rope
-        self.alibi = bool(alibi)
+        self.alibi = v.boolean("alibi", alibi)
+        bias = v.boolean("bias", bias)
         self.qkv = nn.Linear(d_model, 3 * d_model, bias=bias)
         self.out = nn.Linear(d_model, d_model, bias=bias)
 
@@ -167,11 +245,13 @@ class MultiHeadSelfAttention(nn.Module):
         """Attend over ``x``.
 
         Args:
-            x: ``(b, s, d)``.
-            causal: mask future keys.
-            bias: extra additive bias broadcastable to ``(b, h, s, s)``.
+            x: ``(b, s, d)``, with the dtype and device of the module's parameters.
+            causal: True or False; mask future keys.
+            bias: extra additive floating-point bias that broadcasts to the scores
+                ``(b, h, s, s)`` without enlarging them (e.g. ``(s, s)``, ``(h, s, s)``,
+                ``(b, 1, 1, s)``), as in :func:`attention`; added to ALiBi's when ``alibi``.
             positions: passed to the rotary embedding (offset or position ids).
-            return_weights: also return weights ``(b, h, s, s)``.
+            return_weights: True or False; also return weights ``(b, h, s, s)``.
 
         Returns:
             ``(b, s, d)`` (and the weights if requested).
@@ -179,12 +259,21 @@ class MultiHeadSelfAttention(nn.Module):
         v.tensor("x", x, min_dim=3, floating=True)
         if x.dim() != 3 or x.shape[-1] != self.d_model:
             raise ValueError(f"x must have shape (b, s, d_model={self.d_model}), got {tuple(x.shape)}")
+        causal = v.boolean("causal", causal)
+        return_weights = v.boolean("return_weights", return_weights)
+        w = self.qkv.weight
+        if x.dtype != w.dtype and not _autocast_on(x):
+            raise TypeError(f"x must have the dtype of the module's parameters ({w.dtype}), got {x.dtype}")
+        if x.device != w.device:
+            raise ValueError(f"x must be on the device of the module's parameters ({w.device}), got {x.device}")
         b, s, _ = x.shape
+        if bias is not None:
+            bias = _check_bias(bias, (b, self.n_heads, s, s), x)
         qkv = self.qkv(x).view(b, s, 3, self.n_heads, self.head_dim)  # (b, s, 3, h, d_h)
         q, k, val = qkv.permute(2, 0, 3, 1, 4).unbind(0)  # each (b, h, s, d_h)
         if self.rope is not None:
             q, k = self.rope(q, k, positions)
-        if self.alibi:
+        if self.alibi and s > 0:  # alibi_bias needs a length >= 1; nothing to bias when s = 0
             ab = alibi_bias(self.n_heads, s, s, causal=causal, dtype=x.dtype, device=x.device)  # (h, s, s)
             bias = ab if bias is None else bias + ab
         result = attention(q, k, val, causal=causal, bias=bias, return_weights=return_weights)

@@ -14,6 +14,7 @@ import torch
 from torch import nn
 
 from . import _validation as v
+from ._numerics import round_once
 
 
 class LearnedPositionalEmbedding(nn.Module):
@@ -44,45 +45,79 @@ class LearnedPositionalEmbedding(nn.Module):
                 f"encoding such as sinusoidal or RoPE."
             )
 
+    def _check_positions(self, positions: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        """Check explicit position ids against ``x`` and the table; return them unchanged."""
+        positions = v.tensor("positions", positions)
+        if positions.dtype.is_floating_point or positions.is_complex() or positions.dtype == torch.bool:
+            raise TypeError(f"positions must be an integer tensor (position ids), got dtype {positions.dtype}")
+        seq, lead = x.shape[-2], tuple(x.shape[:-1])  # lead = (b, s) or (s,)
+        shape = tuple(positions.shape)
+        fits = 1 <= len(shape) <= len(lead) and shape[-1] == seq
+        if fits:
+            try:
+                fits = tuple(torch.broadcast_shapes(shape, lead)) == lead  # the sum keeps x's shape
+            except RuntimeError:
+                fits = False
+        if not fits:
+            allowed = f"(s,) with s={seq}"
+            if len(lead) >= 2:
+                name = "(b, s)" if len(lead) == 2 else "x's leading shape"
+                allowed += f" or {name} = {lead} (a size of 1 broadcasts)"
+            raise ValueError(
+                f"positions must have shape {allowed}, so that the result has the shape of x; "
+                f"got positions of shape {shape} for x of shape {tuple(x.shape)}"
+            )
+        if positions.numel():
+            lo, hi = int(positions.min()), int(positions.max())
+            if lo < 0:
+                raise ValueError(f"positions must be >= 0, got {lo}")
+            self._check_range(hi, "positions")
+        return positions
+
     def forward(
         self, x: torch.Tensor, offset: int = 0, positions: torch.Tensor | None = None
     ) -> torch.Tensor:
-        """Return ``x + P[positions]``.
+        """Return ``x + P[positions]`` (the input embedding of Devlin et al. 2019, Sec. 3).
 
         Args:
             x: ``(b, s, d)`` or ``(s, d)`` floating tensor.
-            offset: position of the first token when ``positions`` is not given.
-            positions: optional integer position ids, shape ``(s,)`` or ``(b, s)``
-                (e.g. to restart numbering after left padding).
+            offset: position of the first token when ``positions`` is not given (for
+                example the length of a KV cache): rows ``offset .. offset + s - 1``.
+            positions: optional integer position ids, shape ``(s,)`` or ``(b, s)`` (``b``
+                equal to x's batch size, or 1), each in ``0 .. max_len - 1`` (e.g. to
+                restart numbering after left padding). Give either this or ``offset``.
 
         Returns:
-            tensor with the shape and dtype of ``x``.
+            tensor with the shape and dtype of ``x``. For bfloat16/float16 inputs the sum is
+            formed in float64 and rounded once (the correctly rounded ``x + P[p]``); the
+            gradient reaches both ``x`` and the table, as for a plain sum.
+
+        Raises:
+            ValueError: a position outside the table, ``positions`` of the wrong shape, or
+                both ``offset`` and ``positions``.
+            TypeError: a non-floating ``x``, a non-integer ``offset`` or ``positions``.
         """
         v.tensor("x", x, min_dim=2, floating=True)
         if x.shape[-1] != self.d_model:
             raise ValueError(
                 f"x must have last dimension d_model={self.d_model}, got shape {tuple(x.shape)}"
             )
+        offset = v.non_negative_int("offset", offset)
         seq = x.shape[-2]
         if positions is None:
-            offset = v.non_negative_int("offset", offset)
             if seq:
                 self._check_range(offset + seq - 1, f"a sequence of length {seq} at offset {offset}")
             rows = self.weight[offset : offset + seq]  # (s, d)
         else:
-            v.tensor("positions", positions)
-            if positions.dtype.is_floating_point or positions.is_complex() or positions.dtype == torch.bool:
-                raise TypeError(f"positions must be an integer tensor, got dtype {positions.dtype}")
-            if positions.shape[-1] != seq or positions.dim() > 2:
+            if offset != 0:
                 raise ValueError(
-                    f"positions must have shape (s,) or (b, s) with s={seq}, got {tuple(positions.shape)}"
+                    f"give either offset or positions, not both: got offset={offset} together with "
+                    f"positions (position ids are absolute; add the offset to them instead)"
                 )
-            if positions.numel():
-                lo, hi = int(positions.min()), int(positions.max())
-                if lo < 0:
-                    raise ValueError(f"positions must be >= 0, got {lo}")
-                self._check_range(hi, "positions")
+            positions = self._check_positions(positions, x)
             rows = self.weight[positions.to(self.weight.device)]  # positions.shape + (d,)
+        if x.dtype in v.LOW_PRECISION:  # one rounding of the exact sum, not two
+            return round_once(x.to(torch.float64) + rows.to(device=x.device, dtype=torch.float64), x.dtype)
         return x + rows.to(device=x.device, dtype=x.dtype)
 
     def extra_repr(self) -> str:

@@ -60,7 +60,7 @@ _FUSED_RECOMPILE_LIMIT = 64
 # RotaryEmbedding caches rows 0 .. n-1 only while n stays below this; larger positions (a
 # decoding step at offset 10**9, say) are computed per call instead of allocating a table
 # with a row for every position before them.
-_CACHE_MAX_POSITIONS = 1 << 20
+_CACHE_MAX_POSITIONS = 1 << 16
 
 
 # --------------------------------------------------------------------------- scaling
@@ -73,7 +73,13 @@ def parse_scaling(scaling: Mapping[str, Any] | None, *, base: float = 10000.0) -
     not supported); ``factor``; ``original_max_position_embeddings``; yarn's ``beta_fast``
     (default 32), ``beta_slow`` (1), ``attention_factor``, ``mscale``, ``mscale_all_dim``,
     ``truncate`` (True); llama3's ``low_freq_factor`` and ``high_freq_factor``. A
-    ``rope_theta`` entry must agree with ``base``.
+    ``rope_theta`` entry must agree with ``base``. Checked against
+    ``transformers.modeling_rope_utils`` (``tests/test_rope_reference.py``).
+
+    Args:
+        scaling: None (no scaling) or a mapping as found in a Hugging Face config's
+            ``rope_scaling`` / ``rope_parameters``.
+        base: rope_theta of the model, for the ``rope_theta`` consistency check.
 
     Returns:
         a new dict with ``rope_type`` and every parameter that type uses.
@@ -90,8 +96,8 @@ def parse_scaling(scaling: Mapping[str, Any] | None, *, base: float = 10000.0) -
             raise ValueError(
                 f"scaling['rope_theta']={theta:g} disagrees with base={base:g}; pass base={theta:g}"
             )
-    prf = scaling.get("partial_rotary_factor", 1.0)
-    if prf is not None and float(prf) != 1.0:
+    prf = scaling.get("partial_rotary_factor")
+    if prf is not None and v.real_number("scaling['partial_rotary_factor']", prf) != 1.0:
         raise ValueError(f"scaling['partial_rotary_factor'] must be 1.0 (partial rotary is not supported), got {prf}")
     out: dict[str, Any] = {"rope_type": rope_type}
     if rope_type == "default":
@@ -114,15 +120,20 @@ def parse_scaling(scaling: Mapping[str, Any] | None, *, base: float = 10000.0) -
             raise ValueError(
                 f"scaling needs beta_fast > beta_slow > 0, got beta_fast={out['beta_fast']}, beta_slow={out['beta_slow']}"
             )
-        out["truncate"] = bool(scaling.get("truncate", True))
+        out["truncate"] = v.boolean("scaling['truncate']", scaling.get("truncate", True))
         af = scaling.get("attention_factor")
         mscale, mscale_all_dim = scaling.get("mscale"), scaling.get("mscale_all_dim")
+        for key, value in (("mscale", mscale), ("mscale_all_dim", mscale_all_dim)):
+            if value is not None and v.real_number(f"scaling['{key}']", value) < 0:
+                raise ValueError(f"scaling['{key}'] must be >= 0 (0 or absent: not used), got {value}")
         if af is None:
             if mscale and mscale_all_dim:
                 af = _yarn_mscale(out["factor"], mscale) / _yarn_mscale(out["factor"], mscale_all_dim)
             else:
                 af = _yarn_mscale(out["factor"])
         out["attention_factor"] = v.real_number("scaling['attention_factor']", af)
+        if out["attention_factor"] <= 0:
+            raise ValueError(f"scaling['attention_factor'] must be > 0 (it multiplies cos and sin), got {af}")
     if rope_type == "llama3":
         low = v.real_number("scaling['low_freq_factor']", need("low_freq_factor"))
         high = v.real_number("scaling['high_freq_factor']", need("high_freq_factor"))
@@ -141,6 +152,9 @@ def _yarn_mscale(factor: float, mscale: float = 1.0) -> float:
 
 def rope_attention_factor(scaling: Mapping[str, Any] | None) -> float:
     """The factor by which a scaling method multiplies cos and sin (so scores scale by its square).
+
+    Args:
+        scaling: None or a scaling dict (see :func:`parse_scaling`).
 
     Returns:
         1.0 for every method except YaRN, where it is ``0.1 * ln(factor) + 1`` unless the
@@ -188,6 +202,8 @@ def rope_frequencies(
     base = v.base_value(base)
     cfg = parse_scaling(scaling, base=base)
     kind = cfg["rope_type"]
+    if seq_len is not None:
+        seq_len = v.positive_int("seq_len", seq_len)
     if kind == "ntk":
         if d == 2:
             raise ValueError("head_dim must be > 2 for ntk scaling (the exponent is d/(d-2)), got 2")
@@ -196,7 +212,7 @@ def rope_frequencies(
         if d == 2:
             raise ValueError("head_dim must be > 2 for dynamic scaling (the exponent is d/(d-2)), got 2")
         l0 = cfg["original_max_position_embeddings"]
-        length = l0 if seq_len is None else max(v.positive_int("seq_len", seq_len), l0)
+        length = l0 if seq_len is None else max(seq_len, l0)
         base = base * (cfg["factor"] * length / l0 - (cfg["factor"] - 1)) ** (d / (d - 2))
     two_i = torch.arange(0, d, 2, dtype=torch.float64)  # (d/2,)
     inv_freq = torch.pow(torch.tensor(base, dtype=torch.float64), -two_i / d)  # (d/2,)
@@ -306,11 +322,16 @@ def rotate_pairs(x: torch.Tensor, *, layout: str = "half") -> torch.Tensor:
     For ``layout="half"`` this is Hugging Face's ``rotate_half``; for ``"interleaved"`` it
     acts on (x[2i], x[2i+1]). ``apply_rope(x) == x * cos + rotate_pairs(x) * sin``.
 
+    Args:
+        x: ``(..., d)`` tensor with an even last dimension d.
+        layout: ``"half"`` (pairs (i, i + d/2)) or ``"interleaved"`` (pairs (2i, 2i + 1)).
+
     Returns:
-        tensor of the shape of ``x``.
+        tensor of the shape and dtype of ``x``.
     """
     v.tensor("x", x, min_dim=1)
     v.choice("layout", layout, LAYOUTS)
+    v.even_int("x.shape[-1]", x.shape[-1])
     return _turn(x, layout)
 
 
@@ -324,11 +345,10 @@ def _turn(x: torch.Tensor, layout: str) -> torch.Tensor:
 
 
 def _formula(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str) -> torch.Tensor:
-    """``x * cos + rotate_pairs(x) * sin`` computed in the dtype of ``cos``, returned in the dtype
-    of ``x``: the plain formula, for autograd, for tracing by torch.compile, and as the body of
-    the fused kernel."""
+    """``x * cos + rotate_pairs(x) * sin`` computed and returned in the dtype of ``cos`` (the
+    working dtype): the plain formula, for autograd and for tracing by torch.compile."""
     xw = x.to(cos.dtype)
-    return (xw * cos + _turn(xw, layout) * sin).to(x.dtype)
+    return xw * cos + _turn(xw, layout) * sin
 
 
 def _formula_by_pairs(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str) -> torch.Tensor:
@@ -342,8 +362,8 @@ def _formula_by_pairs(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, lay
     s1, s2 = _halves(sin, layout)
     first, second = x1 * c1 - x2 * s1, x2 * c2 + x1 * s2
     if layout == "half":
-        return torch.cat((first, second), -1).to(x.dtype)
-    return torch.stack((first, second), -1).flatten(-2).to(x.dtype)
+        return torch.cat((first, second), -1)
+    return torch.stack((first, second), -1).flatten(-2)
 
 
 def _check_apply_args(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str) -> None:
@@ -464,8 +484,11 @@ def apply_rope(
       read and written once and the intermediate passes stay in cache.
 
     ``benchmarks/rope_benchmark.py`` measures all three against ``x.clone()``. bfloat16/float16
-    inputs are computed in float32 and rounded once, so the result is the correctly rounded
-    rotation of the input.
+    inputs are computed in float64 and rounded once (:func:`round_once`), so the result is the
+    correctly rounded value of the formula for the given tables (up to ties closer than
+    float64 resolves); with float64 tables, as :class:`RotaryEmbedding` uses for such inputs,
+    that is the correctly rounded exact rotation (computing in float32 and rounding again
+    would miss the nearest value now and then, a double rounding).
 
     Args:
         x: ``(..., s, d)`` floating tensor, e.g. ``(b, h, s, d)``.
@@ -481,7 +504,7 @@ def apply_rope(
     _check_apply_args(x, cos, sin, layout)
     if fused is not None and not isinstance(fused, bool):
         raise TypeError(f"fused must be None, True or False, got {fused!r} of type {type(fused).__name__}")
-    work = torch.float32 if x.dtype in v.LOW_PRECISION else x.dtype
+    work = torch.float64 if x.dtype in v.LOW_PRECISION else x.dtype
     cos, sin = cos.to(work), sin.to(work)
     needs_grad = torch.is_grad_enabled() and (x.requires_grad or cos.requires_grad or sin.requires_grad)
     if fused:
@@ -493,7 +516,7 @@ def apply_rope(
         if x.device.type != "cpu":
             raise ValueError(f"fused=True is for CPU tensors, got x on {x.device}; use fused=None or False")
     if needs_grad or torch.compiler.is_compiling():
-        return _formula(x, cos, sin, layout)
+        return round_once(_formula(x, cos, sin, layout), x.dtype)
     s, d = x.shape[-2], x.shape[-1]
     table_is_shared = cos.dim() <= 2 or all(n == 1 for n in cos.shape[:-2])
     if x.numel() == 0:  # e.g. an empty sequence: nothing to rotate, and reshape(-1, 0, d) fails
@@ -515,7 +538,7 @@ def apply_rope(
             cos3 = cos.expand(x.shape).reshape(-1, s, d)
             sin3 = sin.expand(x.shape).reshape(-1, s, d)
         try:
-            return _fused_kernel(x3, cos3, sin3, layout).view(x.shape)
+            return round_once(_fused_kernel(x3, cos3, sin3, layout), x.dtype).view(x.shape)
         except Exception as exc:  # noqa: BLE001 - any failure to compile means: use the eager path
             if required:
                 raise RuntimeError(f"apply_rope(fused=True): torch.compile failed: {exc}") from exc
@@ -537,7 +560,7 @@ def _apply_eager(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: 
     if not table_is_shared:
         out = torch.empty(x.shape, dtype=work, device=x.device)
         _rotate_into(x.to(work), cos, sin_sw, out, torch.empty_like(out), layout)
-        return out.to(x.dtype)
+        return round_once(out, x.dtype)
     cos2 = cos.reshape(cos.shape[-2:]) if cos.dim() >= 2 else cos.reshape(1, d)  # (s or 1, d)
     sin2 = sin_sw.reshape(cos2.shape)
     xs = x.reshape(-1, s, d)  # (n, s, d); a view when x is contiguous
@@ -559,11 +582,11 @@ def _apply_eager(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: 
             cb = cos2 if cos2.shape[0] == 1 else cos2[p0 : p0 + seq_per_chunk]
             sb = sin2 if sin2.shape[0] == 1 else sin2[p0 : p0 + seq_per_chunk]
             tb = tmp[: xb.shape[0], : xb.shape[1]]
-            if xwork is not None:  # low precision: rotate a float32 copy in place, round once
+            if xwork is not None:  # low precision: rotate a float64 copy in place, round once
                 xw = xwork[: xb.shape[0], : xb.shape[1]]
                 xw.copy_(xb)
                 _rotate_into(xw, cb, sb, xw, tb, layout)
-                ob.copy_(xw)
+                ob.copy_(round_once(xw, x.dtype))
             else:
                 _rotate_into(xb, cb, sb, ob, tb, layout)
     return out
@@ -581,6 +604,9 @@ def interleaved_to_half(head_dim: int) -> torch.Tensor:
     weights from Meta's / RoFormer's convention to Hugging Face's, which is what Hugging
     Face's Llama conversion script does.
 
+    Args:
+        head_dim: per-head width, positive and even.
+
     Returns:
         int64 tensor of shape ``(head_dim,)``.
     """
@@ -590,6 +616,9 @@ def interleaved_to_half(head_dim: int) -> torch.Tensor:
 
 def half_to_interleaved(head_dim: int) -> torch.Tensor:
     """The inverse permutation of :func:`interleaved_to_half` (half-split -> interleaved).
+
+    Args:
+        head_dim: per-head width, positive and even.
 
     Returns:
         int64 tensor of shape ``(head_dim,)``.
@@ -626,10 +655,13 @@ def permute_qk_weight(weight: torch.Tensor, n_heads: int, *, to: str = "half") -
 class RotaryEmbedding(nn.Module):
     """RoPE for query and key tensors, with a cache that grows with the sequence.
 
-    cos/sin rows for positions 0 .. n-1 are cached in float32 (float64 for float64 inputs)
-    and regrown to the next power of two when a larger position arrives (positions of 2**20
-    and more are computed per call instead), or rebuilt when the inputs move to another
-    device; the cache is not a buffer, so ``module.to(torch.bfloat16)`` cannot round it.
+    cos/sin rows for positions 0 .. n-1 are cached in float32 for float32 inputs and in
+    float64 otherwise (float64 inputs, and bfloat16/float16 ones, whose result is then the
+    correctly rounded exact rotation), and regrown to the next power of two when a larger
+    position arrives (positions of 2**16 and more are computed per call instead, so a
+    decoding step far into a sequence does not allocate rows for every position before it),
+    or rebuilt when the inputs move to another device; the cache is not a buffer, so
+    ``module.to(torch.bfloat16)`` cannot round it.
     Dynamic scaling depends on the sequence length, so it is recomputed per call from
     max(positions) + 1 (as Hugging Face does); keys already in a KV cache keep the rotation
     they were given, the pitfall discussed in chapter 7.
@@ -656,12 +688,23 @@ class RotaryEmbedding(nn.Module):
         self._scaling_arg = dict(scaling) if scaling is not None else None
         self.layout = v.choice("layout", layout, LAYOUTS)
         self.attention_factor = float(self.scaling.get("attention_factor", 1.0))
+        rope_frequencies(self.head_dim, base=self.base, scaling=scaling)  # refuse bad combinations now
         self._cos: torch.Tensor | None = None
         self._sin: torch.Tensor | None = None
 
     def cos_sin(self, positions: torch.Tensor, dtype: torch.dtype, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
-        """Tables for ``positions`` (any shape P) -> two tensors of shape P + (head_dim,)."""
-        table_dtype = torch.float64 if dtype == torch.float64 else torch.float32
+        """cos and sin for ``positions`` (any shape P, on any device).
+
+        Args:
+            positions: integer or real positions, shape P.
+            dtype: dtype of the inputs they will rotate: float32 gets float32 tables, any
+                other dtype float64 ones.
+            device: where the tables go.
+
+        Returns:
+            ``(cos, sin)``, each of shape P + (head_dim,).
+        """
+        table_dtype = torch.float32 if dtype == torch.float32 else torch.float64
         integral = not positions.is_floating_point() or bool((positions == positions.round()).all())
         if (
             self.scaling["rope_type"] == "dynamic" or not integral or positions.numel() == 0
@@ -718,11 +761,21 @@ class RotaryEmbedding(nn.Module):
             pos = torch.arange(offset, offset + s, device=q.device)
         else:
             v.tensor("positions", positions, min_dim=1)
+            if positions.dtype == torch.bool or positions.is_complex():
+                raise TypeError(f"positions must hold integers or real numbers, got dtype {positions.dtype}")
             v.finite("positions", positions)
             if positions.shape[-1] != s or positions.dim() > 2:
                 raise ValueError(f"positions must have shape (s,) or (b, s) with s={s}, got {tuple(positions.shape)}")
+            if positions.dim() == 2:
+                for name, t in (("q", q), ("k", k)):
+                    batch = t.shape[0] if t.dim() >= 3 else 1
+                    if positions.shape[0] not in (1, batch):
+                        raise ValueError(
+                            f"positions of shape {tuple(positions.shape)} give {positions.shape[0]} sequences, "
+                            f"but {name} of shape {tuple(t.shape)} has batch size {batch} (its first dimension)"
+                        )
             pos = positions
-        dtype = torch.promote_types(q.dtype, k.dtype)
+        dtype = torch.float32 if q.dtype == k.dtype == torch.float32 else torch.float64
         cos, sin = self.cos_sin(pos, dtype, q.device)  # pos.shape + (d,)
         if pos.dim() == 2 and q.dim() >= 4:  # (b, s, d) -> (b, 1, s, d): broadcast over heads
             cos, sin = cos.unsqueeze(-3), sin.unsqueeze(-3)

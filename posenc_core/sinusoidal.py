@@ -28,7 +28,8 @@ def frequencies(d_model: int, *, base: float = 10000.0) -> torch.Tensor:
     """Angular frequencies omega_i = base**(-2i/d_model), i = 0 .. d_model/2 - 1.
 
     A geometric sequence from 1 rad/position (i = 0, whatever the base) down to
-    base**(-(d_model-2)/d_model).
+    base**(-(d_model-2)/d_model): the frequencies of Vaswani et al. 2017, Sec. 3.5, checked
+    in ``tests/test_sinusoidal.py`` against the paper's formula.
 
     Args:
         d_model: model width, a positive even integer.
@@ -46,8 +47,15 @@ def frequencies(d_model: int, *, base: float = 10000.0) -> torch.Tensor:
 def wavelengths(d_model: int, *, base: float = 10000.0) -> torch.Tensor:
     """Wavelengths 2*pi/omega_i in positions: from 2*pi up to 2*pi*base**((d_model-2)/d_model).
 
+    The geometric progression of wavelengths described by Vaswani et al. 2017, Sec. 3.5
+    ("from 2*pi to 10000 * 2*pi"); checked in ``tests/test_sinusoidal.py`` against both ends.
+
+    Args:
+        d_model: model width, a positive even integer.
+        base: the constant in the denominator (10000 in the paper), finite and > 1.
+
     Returns:
-        float64 tensor of shape ``(d_model // 2,)``.
+        float64 tensor of shape ``(d_model // 2,)``, increasing.
     """
     return 2 * math.pi / frequencies(d_model, base=base)
 
@@ -70,7 +78,8 @@ def sinusoidal_encoding(
         layout: ``"interleaved"`` (the paper: sin on even dims, cos on odd dims) or
             ``"concat"`` (all sines, then all cosines, same frequencies).
         dtype: floating dtype of the result; angles are always computed in float64.
-        device: device of the result (defaults to that of ``positions``, else CPU).
+        device: device of the result: a torch.device, a string such as ``"cpu"``, or None
+            (defaults to that of ``positions``, else CPU).
 
     Returns:
         tensor of shape ``P + (d_model,)``.
@@ -79,6 +88,7 @@ def sinusoidal_encoding(
     base = v.base_value(base)
     v.choice("layout", layout, LAYOUTS)
     dtype = v.float_dtype("dtype", dtype)
+    device = v.device_value("device", device)
     if device is None and isinstance(positions, torch.Tensor):
         device = positions.device
     pos = v.as_positions("positions", positions)  # float64, P
@@ -112,6 +122,7 @@ def sinusoidal_table(
         tensor of shape ``(n_positions, d_model)``, values in [-1, 1].
     """
     n_positions = v.positive_int("n_positions", n_positions)
+    device = v.device_value("device", device)
     positions = torch.arange(n_positions, dtype=torch.float64)  # (n,)
     return sinusoidal_encoding(
         positions, d_model, base=base, layout=layout, dtype=dtype, device=device

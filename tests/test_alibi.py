@@ -2,10 +2,14 @@
 
 import math
 
+import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import posenc_core as pc
+from rounding import is_nearest
 
 
 def reference_get_slopes(n):
@@ -50,6 +54,60 @@ def test_bias_rows_match_the_formula():
                     assert causal[head, i, j] == float("-inf")
 
 
+@st.composite
+def _bias_case(draw):
+    k_len = draw(st.integers(1, 40))
+    return draw(st.integers(1, 64)), draw(st.integers(1, k_len)), k_len
+
+
+@settings(max_examples=80, deadline=None)
+@given(case=_bias_case(), causal=st.booleans(), dtype=st.sampled_from([torch.float64, torch.float32, torch.bfloat16, torch.float16]))
+def test_bias_matches_the_formula_for_any_heads_and_lengths(case, causal, dtype):
+    """Press et al. 2022, Sec. 3: bias -m_h (i - j) for keys j at or before query i (-inf after
+    it, the causal mask), or -m_h |i - j| without a mask. The q_len queries are the last q_len of
+    the k_len positions, so query row r sits at position i = k_len - q_len + r. Slopes come from
+    this file's own transcription of get_slopes; the result is the nearest value in ``dtype``."""
+    h, q_len, k_len = case
+    m = np.array(reference_get_slopes(h), dtype=np.float64)  # (h,)
+    i = np.arange(q_len) + (k_len - q_len)  # (q,) absolute positions of the queries
+    j = np.arange(k_len)  # (k,)
+    rel = (i[:, None] - j[None, :]).astype(np.float64)  # (q, k)
+    if causal:
+        expected = np.where(rel[None] >= 0, -m[:, None, None] * rel[None], -np.inf)
+    else:
+        expected = -m[:, None, None] * np.abs(rel)[None]
+    expected = torch.from_numpy(expected)  # (h, q, k), float64
+    got = pc.alibi_bias(h, q_len, k_len, causal=causal, dtype=dtype)
+    assert got.shape == (h, q_len, k_len) and got.dtype == dtype
+    masked = torch.isinf(expected)
+    assert torch.equal(torch.isinf(got), masked) and bool((got[masked] < 0).all())
+    if dtype == torch.float64:
+        torch.testing.assert_close(got[~masked], expected[~masked], rtol=1e-13, atol=0)
+    else:  # the float64 value rounded once (slack: the slopes' own float64 rounding, |bias| <= 40)
+        assert bool(is_nearest(got[~masked], expected[~masked], 1e-12).all())
+
+
+def test_numpy_bool_is_accepted_for_causal():
+    assert torch.equal(pc.alibi_bias(3, 4, 5, causal=np.bool_(True)), pc.alibi_bias(3, 4, 5, causal=True))
+    assert torch.equal(pc.alibi_bias(3, 4, 5, causal=np.bool_(False)), pc.alibi_bias(3, 4, 5, causal=False))
+
+
+def test_key_bias_is_slope_times_key_index():
+    """The reference code's key-only bias m_h * j (ofirpress/attention_with_linear_biases)."""
+    for h in (1, 5, 8, 12):
+        m = torch.tensor(reference_get_slopes(h), dtype=torch.float64)
+        got = pc.alibi_key_bias(h, 7, dtype=torch.float64)
+        assert got.shape == (h, 1, 7)
+        torch.testing.assert_close(got, m[:, None, None] * torch.arange(7.0, dtype=torch.float64), rtol=1e-13, atol=0)
+
+
+def test_device_may_be_a_string_or_a_device():
+    for device in ("cpu", torch.device("cpu"), None):
+        assert pc.alibi_slopes(4, device=device).device.type == "cpu"
+        assert pc.alibi_bias(4, 2, 3, device=device).device.type == "cpu"
+        assert pc.alibi_key_bias(4, 3, device=device).device.type == "cpu"
+
+
 def test_decoding_rows_are_the_last_rows():
     full = pc.alibi_bias(4, 10, 10)
     torch.testing.assert_close(pc.alibi_bias(4, 3, 10), full[:, -3:])
@@ -78,6 +136,31 @@ def test_key_only_shortcut_equals_alibi_only_under_a_causal_mask():
         (lambda: pc.alibi_bias(4, 0, 3), ValueError, "q_len.*0"),
         (lambda: pc.alibi_bias(4, 3, 3, causal="yes"), TypeError, "causal.*str"),
         (lambda: pc.alibi_slopes(4, dtype=torch.int32), TypeError, "dtype.*int32"),
+        # dtype: floating only (an int32 bias held -2147483648 for -inf; an int key bias was all zeros)
+        (lambda: pc.alibi_bias(2, 3, 3, dtype=torch.int32), TypeError, "dtype.*floating.*int32"),
+        (lambda: pc.alibi_bias(2, 3, 3, dtype=torch.bool), TypeError, "dtype.*floating.*torch.bool"),
+        (lambda: pc.alibi_bias(2, 3, 3, dtype="float32"), TypeError, "dtype.*torch.dtype.*str 'float32'"),
+        (lambda: pc.alibi_key_bias(2, 3, dtype=torch.int32), TypeError, "dtype.*floating.*int32"),
+        (lambda: pc.alibi_key_bias(2, 3, dtype=torch.complex64), TypeError, "dtype.*floating.*complex64"),
+        # causal: True or False (numpy bools too), nothing else
+        (lambda: pc.alibi_bias(4, 3, 3, causal=1), TypeError, "causal.*True or False.*int 1"),
+        (lambda: pc.alibi_bias(4, 3, 3, causal=None), TypeError, "causal.*True or False.*NoneType None"),
+        # head counts and lengths
+        (lambda: pc.alibi_slopes(True), TypeError, "n_heads.*bool True"),
+        (lambda: pc.alibi_bias(True, 3, 3), TypeError, "n_heads.*bool True"),
+        (lambda: pc.alibi_key_bias(True, 3), TypeError, "n_heads.*bool True"),
+        (lambda: pc.alibi_bias(-2, 3, 3), ValueError, "n_heads.*-2"),
+        (lambda: pc.alibi_key_bias(0, 3), ValueError, "n_heads.*0"),
+        (lambda: pc.alibi_key_bias(4, 0), ValueError, "k_len.*0"),
+        (lambda: pc.alibi_key_bias(4, 3.0), TypeError, "k_len.*float 3.0"),
+        (lambda: pc.alibi_bias(4, 3, 3.5), TypeError, "k_len.*float 3.5"),
+        (lambda: pc.alibi_bias(4, True, 3), TypeError, "q_len.*bool True"),
+        # device: what torch.device parses, a torch.device, or None
+        (lambda: pc.alibi_slopes(4, device="foo"), ValueError, "device.*'foo'"),
+        (lambda: pc.alibi_bias(4, 3, 3, device="foo"), ValueError, "device.*'foo'"),
+        (lambda: pc.alibi_key_bias(4, 3, device="foo"), ValueError, "device.*'foo'"),
+        (lambda: pc.alibi_key_bias(4, 3, device=1.5), TypeError, "device.*float 1.5"),
+        (lambda: pc.alibi_bias(4, 3, 3, device=True), TypeError, "device.*bool True"),
     ],
 )
 def test_bad_arguments(call, exc, match):

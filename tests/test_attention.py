@@ -3,6 +3,7 @@ and stops being so with either (Vaswani et al. 2017, Eq. 1; chapter 1)."""
 
 import math
 
+import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings
@@ -147,3 +148,184 @@ def test_multi_head_without_positions_is_equivariant():
 def test_bad_arguments(call, exc, match):
     with pytest.raises(exc, match=match):
         call()
+
+
+
+def reference_attention(q, k, v, bias=None):
+    """softmax(q k^T / sqrt(d) + bias) v in float64, written with broadcasting matmuls."""
+    q, k, v = q.double(), k.double(), v.double()
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if bias is not None:
+        scores = scores + bias.double()
+    w = torch.softmax(scores, dim=-1)
+    return w @ v, w
+
+
+B, H, SQ, SK, DH = 2, 3, 5, 6, 8
+
+
+@pytest.mark.parametrize(
+    "bias_shape",
+    [(SQ, SK), (H, 1, SK), (H, SQ, SK), (B, 1, 1, SK), (SK,), (1, H, SQ, 1), ()],
+    ids=str,
+)
+def test_broadcastable_bias_matches_explicit_softmax(bias_shape):
+    """A bias that broadcasts to the scores (b, h, s_q, s_k) without enlarging them is added
+    to every row it reaches, on the fused path and on the weights path alike."""
+    g = torch.Generator().manual_seed(0)
+    q = torch.randn(B, H, SQ, DH, generator=g)
+    k, v = torch.randn(B, H, SK, DH, generator=g), torch.randn(B, H, SK, DH, generator=g)
+    bias = torch.randn(bias_shape, generator=g)
+    ref_out, ref_w = reference_attention(q, k, v, bias)
+    torch.testing.assert_close(pc.attention(q, k, v, bias=bias).double(), ref_out, atol=1e-5, rtol=1e-5)
+    out, w = pc.attention(q, k, v, bias=bias, return_weights=True)
+    assert out.shape == (B, H, SQ, DH) and w.shape == (B, H, SQ, SK)
+    torch.testing.assert_close(out.double(), ref_out, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(w.double(), ref_w, atol=1e-6, rtol=1e-5)
+    # a float64 bias with float32 inputs is cast to the inputs' dtype
+    assert pc.attention(q, k, v, bias=bias.double()).dtype == torch.float32
+
+
+def test_keys_and_values_shared_across_heads_broadcast():
+    """k and v of shape (b, 1, s_k, d) serve every head of q (b, h, s_q, d), as documented."""
+    g = torch.Generator().manual_seed(1)
+    q = torch.randn(B, H, SQ, DH, generator=g, dtype=torch.float64)
+    k, v = torch.randn(B, 1, SK, DH, generator=g, dtype=torch.float64), torch.randn(B, 1, SK, DH, generator=g, dtype=torch.float64)
+    bias = torch.randn(H, 1, SK, generator=g, dtype=torch.float64)
+    expected = pc.attention(q, k.expand(B, H, SK, DH), v.expand(B, H, SK, DH), bias=bias)
+    torch.testing.assert_close(pc.attention(q, k, v, bias=bias), expected)
+    torch.testing.assert_close(pc.attention(q, k, v, bias=bias, return_weights=True)[0], expected)
+    torch.testing.assert_close(expected, reference_attention(q, k, v, bias)[0])
+
+
+def test_module_bias_broadcasts_to_batch_and_heads():
+    mha = pc.MultiHeadSelfAttention(32, 4, alibi=True).double()
+    x = torch.randn(2, 5, 32, dtype=torch.float64)
+    with torch.no_grad():
+        plain, w_plain = mha(x, return_weights=True)
+        for shape in ((5, 5), (4, 1, 5), (2, 1, 1, 5)):
+            torch.testing.assert_close(mha(x, bias=torch.zeros(shape, dtype=torch.float64)), plain)
+        hide_last = torch.tensor([0.0, 0, 0, 0, float("-inf")], dtype=torch.float64)  # (s,): a key mask
+        _, w = mha(x, bias=hide_last, return_weights=True)
+    assert w.shape == w_plain.shape == (2, 4, 5, 5)
+    assert torch.all(w[..., -1] == 0)
+    torch.testing.assert_close(w.sum(-1), torch.ones(2, 4, 5, dtype=torch.float64))
+
+
+def test_numpy_bools_are_accepted_as_flags():
+    q, k, v = (torch.randn(4, 8) for _ in range(3))
+    out, w = pc.attention(q, k, v, causal=np.bool_(True), return_weights=np.bool_(True))
+    torch.testing.assert_close(out, pc.attention(q, k, v, causal=True))
+    mha = pc.MultiHeadSelfAttention(16, 2, alibi=np.bool_(True), bias=np.bool_(False))
+    assert mha.alibi is True and mha.qkv.bias is None
+    assert mha(torch.randn(1, 4, 16), causal=np.bool_(True)).shape == (1, 4, 16)
+
+
+def z(*shape, dtype=torch.float32, device="cpu"):
+    return torch.zeros(shape, dtype=dtype, device=device)
+
+
+MHA = pc.MultiHeadSelfAttention(32, 4)
+MHA_ALIBI = pc.MultiHeadSelfAttention(32, 4, alibi=True)
+W = z(4, 2)
+
+
+@pytest.mark.parametrize(
+    "call, exc, match",
+    [
+        # 1. shapes of q, k, v that do not fit together
+        pytest.param(lambda: pc.attention(z(2, 3, 4), z(5, 3, 4), z(5, 3, 4)), ValueError,
+                     r"leading.*q, k and v.*q \(2, 3, 4\), k \(5, 3, 4\), v \(5, 3, 4\)", id="batch-q-vs-k"),
+        pytest.param(lambda: pc.attention(z(2, 3, 4), z(2, 3, 4), z(3, 3, 4)), ValueError,
+                     r"leading.*v \(3, 3, 4\)", id="batch-k-vs-v"),
+        pytest.param(lambda: pc.attention(z(3, 4), z(3, 5), z(3, 5)), ValueError,
+                     r"q and k.*last dimension.*q \(3, 4\), k \(3, 5\)", id="d_h-mismatch"),
+        pytest.param(lambda: pc.attention(z(3, 4), z(3, 4), z(2, 4)), ValueError,
+                     r"k and v.*number of keys.*k \(3, 4\), v \(2, 4\)", id="keys-mismatch"),
+        pytest.param(lambda: pc.attention(z(3, 0), z(3, 0), z(3, 4)), ValueError,
+                     r"d_h >= 1.*q \(3, 0\), k \(3, 0\)", id="zero-width"),
+        pytest.param(lambda: pc.attention(z(3, 4), z(0, 4), z(0, 4)), ValueError,
+                     r"k and v.*at least one key.*k \(0, 4\), v \(0, 4\)", id="no-keys"),
+        pytest.param(lambda: pc.attention(z(4), z(3, 4), z(3, 4)), ValueError,
+                     r"q must have at least 2 dimensions, got shape \(4,\)", id="q-1d"),
+        pytest.param(lambda: pc.attention(z(3, 4), z(3, 4), z(4)), ValueError,
+                     r"v must have at least 2 dimensions, got shape \(4,\)", id="v-1d"),
+        pytest.param(lambda: pc.attention([[0.0] * 4] * 3, z(3, 4), z(3, 4)), TypeError,
+                     r"q must be a torch.Tensor, got list", id="q-not-tensor"),
+        pytest.param(lambda: pc.attention(z(3, 4), None, z(3, 4)), TypeError,
+                     r"k must be a torch.Tensor, got NoneType", id="k-not-tensor"),
+        pytest.param(lambda: pc.attention(z(3, 4), z(3, 4, device="meta"), z(3, 4)), ValueError,
+                     r"same device.*q cpu, k meta, v cpu", id="k-device"),
+        # 2. dtypes of q, k, v
+        pytest.param(lambda: pc.attention(z(3, 4), z(3, 4, dtype=torch.float64), z(3, 4)), TypeError,
+                     r"same dtype.*q torch.float32, k torch.float64, v torch.float32", id="dtype-mismatch"),
+        pytest.param(lambda: pc.attention(z(3, 4), z(3, 4), z(3, 4, dtype=torch.int32)), TypeError,
+                     r"v must be a real floating-point.*int32", id="v-int"),
+        # 3. a bias that would enlarge the scores, or does not broadcast to them
+        pytest.param(lambda: pc.attention(z(3, 4), z(3, 4), z(3, 4), bias=z(2, 3, 3)), ValueError,
+                     r"bias of shape \(2, 3, 3\).*scores.*\(3, 3\)", id="bias-enlarges"),
+        pytest.param(lambda: pc.attention(z(3, 4), z(3, 4), z(3, 4), bias=z(2, 3, 3), return_weights=True), ValueError,
+                     r"bias of shape \(2, 3, 3\).*\(3, 3\)", id="bias-enlarges-weights"),
+        pytest.param(lambda: pc.attention(z(2, 3, 4), z(2, 5, 4), z(2, 5, 4), bias=z(5, 3)), ValueError,
+                     r"bias of shape \(5, 3\).*\(2, 3, 5\)", id="bias-no-broadcast"),
+        pytest.param(lambda: pc.attention(z(2, 3, 4), z(2, 5, 4), z(2, 5, 4), bias=z(3, 1)[None, None]), ValueError,
+                     r"bias of shape \(1, 1, 3, 1\).*\(2, 3, 5\)", id="bias-extra-dims"),
+        pytest.param(lambda: pc.self_attention(z(3, 4), W, W, W, bias=z(2, 3, 3)), ValueError,
+                     r"bias of shape \(2, 3, 3\).*\(3, 3\)", id="self-attention-bias"),
+        # 4. a user bias given to the module
+        pytest.param(lambda: MHA_ALIBI(z(1, 3, 32), bias=z(5, 5)), ValueError,
+                     r"bias of shape \(5, 5\).*\(1, 4, 3, 3\)", id="module-alibi-bias"),
+        pytest.param(lambda: MHA(z(1, 3, 32), bias=z(2, 1, 3, 3)), ValueError,
+                     r"bias of shape \(2, 1, 3, 3\).*\(1, 4, 3, 3\)", id="module-bias-enlarges"),
+        pytest.param(lambda: MHA(z(1, 3, 32), bias=z(3, 3, dtype=torch.bool)), TypeError,
+                     r"bias.*floating-point.*torch.bool.*-inf", id="module-bias-bool"),
+        pytest.param(lambda: MHA(z(1, 3, 32), bias=z(3, 3, device="meta")), ValueError,
+                     r"bias.*device.*cpu.*got meta", id="module-bias-device"),
+        # 5. flags
+        pytest.param(lambda: pc.attention(z(3, 4), z(3, 4), z(3, 4), causal=1), TypeError,
+                     r"causal must be True or False, got int 1", id="causal-int"),
+        pytest.param(lambda: pc.attention(z(3, 4), z(3, 4), z(3, 4), return_weights="yes"), TypeError,
+                     r"return_weights must be True or False, got str 'yes'", id="return_weights-str"),
+        pytest.param(lambda: pc.self_attention(z(3, 4), W, W, W, causal=0), TypeError,
+                     r"causal must be True or False, got int 0", id="self-attention-causal"),
+        pytest.param(lambda: MHA(z(1, 3, 32), causal="no"), TypeError,
+                     r"causal must be True or False, got str 'no'", id="module-causal"),
+        pytest.param(lambda: MHA(z(1, 3, 32), return_weights=1), TypeError,
+                     r"return_weights must be True or False, got int 1", id="module-return_weights"),
+        pytest.param(lambda: pc.MultiHeadSelfAttention(32, 4, alibi=1), TypeError,
+                     r"alibi must be True or False, got int 1", id="module-alibi-flag"),
+        pytest.param(lambda: pc.MultiHeadSelfAttention(32, 4, bias="no"), TypeError,
+                     r"bias must be True or False, got str 'no'", id="module-bias-flag"),
+        # 6. bias kind and device; mismatched projections or module dtype
+        pytest.param(lambda: pc.attention(z(3, 4), z(3, 4), z(3, 4), bias=z(3, 3, dtype=torch.bool)), TypeError,
+                     r"bias is added.*floating-point.*got dtype torch.bool.*-inf", id="bias-bool"),
+        pytest.param(lambda: pc.attention(z(3, 4), z(3, 4), z(3, 4), bias=z(3, 3, dtype=torch.int64)), TypeError,
+                     r"bias must be a real floating-point.*int64", id="bias-int"),
+        pytest.param(lambda: pc.attention(z(3, 4), z(3, 4), z(3, 4), bias=[[0.0] * 3] * 3), TypeError,
+                     r"bias must be a torch.Tensor, got list", id="bias-not-tensor"),
+        pytest.param(lambda: pc.attention(z(3, 4), z(3, 4), z(3, 4), bias=z(3, 3, device="meta")), ValueError,
+                     r"bias must be on the same device.*\(cpu\), got meta", id="bias-device"),
+        pytest.param(lambda: pc.self_attention(z(3, 4), z(4, 2, dtype=torch.float64), W, W), TypeError,
+                     r"w_q must have the dtype of x \(torch.float32\), got torch.float64", id="w_q-dtype"),
+        pytest.param(lambda: pc.self_attention(z(3, 4), W, z(4, 3), W), ValueError,
+                     r"w_q and w_k.*w_q \(4, 2\), w_k \(4, 3\)", id="w_q-w_k-width"),
+        pytest.param(lambda: MHA(z(1, 3, 32, dtype=torch.float64)), TypeError,
+                     r"x must have the dtype of the module's parameters \(torch.float32\), got torch.float64", id="module-x-dtype"),
+    ],
+)
+def test_bad_input_is_refused_with_a_clear_error(call, exc, match):
+    with pytest.raises(exc, match=match):
+        call()
+
+
+@settings(max_examples=200)
+@given(shapes=st.lists(st.lists(st.integers(0, 3), max_size=4).map(tuple), min_size=1, max_size=3))
+def test_shape_broadcast_helper_agrees_with_torch(shapes):
+    """The checks use a plain-Python broadcast (torch.broadcast_shapes is slow); same answers."""
+    from posenc_core.attention import _broadcast
+
+    try:
+        expected = tuple(torch.broadcast_shapes(*shapes))
+    except RuntimeError:
+        expected = None
+    assert _broadcast(*shapes) == expected

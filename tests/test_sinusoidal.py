@@ -83,6 +83,41 @@ def test_frequencies_are_geometric_from_one():
     assert math.isclose(lam[-1].item(), 2 * math.pi * base ** ((d - 2) / d), rel_tol=1e-12)
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    d_model=st.integers(1, 128).map(lambda h: 2 * h),
+    base=st.floats(2.0, 1e6),
+    p=st.integers(0, 10_000),
+    p2=st.integers(0, 10_000),
+    k=st.integers(-2_000, 2_000),
+    layout=st.sampled_from(["interleaved", "concat"]),
+)
+def test_dot_product_depends_only_on_the_offset(d_model, base, p, p2, k, layout):
+    """Vaswani et al. 2017, Sec. 3.5 (PE(p+k) is a linear function of PE(p)): by the angle-addition
+    formulas PE(p) . PE(p+k) = sum_i cos(k omega_i), whatever p. The right-hand side is computed
+    here in float64 with Python's math, independently of the library."""
+    expected = math.fsum(math.cos(k * base ** (-2 * i / d_model)) for i in range(d_model // 2))
+    for start in (p, p2):
+        rows = pc.sinusoidal_encoding(torch.tensor([start, start + k]), d_model, base=base, layout=layout, dtype=torch.float64)
+        # angles up to 12,000 rad are off by about ulp(12,000) = 2e-12 each (3e-12 seen over <= 128
+        # pairs); a wrong formula or frequency is off by far more than 1e-10
+        assert abs(float(rows[0] @ rows[1]) - expected) < 1e-10
+
+
+def test_wavelengths_grow_geometrically_from_two_pi():
+    """Vaswani et al. 2017, Sec. 3.5: the wavelengths form a geometric progression from 2 pi
+    (to 10000 * 2 pi for the paper's base); 2 pi base**(2i/d) computed here with math."""
+    for d, base in [(8, 10000.0), (64, 500.0), (128, 500000.0)]:
+        expected = torch.tensor([2 * math.pi * base ** (2 * i / d) for i in range(d // 2)], dtype=torch.float64)
+        torch.testing.assert_close(pc.wavelengths(d, base=base), expected, rtol=1e-13, atol=0)
+
+
+def test_device_may_be_a_string_or_a_device():
+    for device in ("cpu", torch.device("cpu")):
+        assert pc.sinusoidal_table(4, 8, device=device).device.type == "cpu"
+        assert pc.sinusoidal_encoding([0.5, 2.0], 8, device=device).device.type == "cpu"
+
+
 @pytest.mark.parametrize("base", [10.0, 100.0, 10000.0, 500000.0])
 def test_highest_frequency_is_one_radian_whatever_the_base(base):
     assert pc.frequencies(64, base=base)[0].item() == 1.0
@@ -159,11 +194,47 @@ def test_module_low_precision_gradient_is_that_of_a_cast():
         ({"n_positions": 4, "d_model": 8, "base": "10000"}, TypeError, "base.*str"),
         ({"n_positions": 4, "d_model": 8, "layout": "fairseq"}, ValueError, "layout.*'interleaved'.*'concat'.*fairseq"),
         ({"n_positions": 4, "d_model": 8, "dtype": torch.int64}, TypeError, "dtype.*int64"),
+        ({"n_positions": True, "d_model": 8}, TypeError, "n_positions.*bool True"),
+        ({"n_positions": 4, "d_model": 8, "device": "foo"}, ValueError, "device.*'foo'"),
+        ({"n_positions": 4, "d_model": 8, "device": 1.5}, TypeError, "device.*float 1.5"),
+        ({"n_positions": 4, "d_model": 8, "device": ["cpu"]}, TypeError, r"device.*list \['cpu'\]"),
     ],
 )
 def test_bad_arguments(kwargs, exc, match):
     with pytest.raises(exc, match=match):
         pc.sinusoidal_table(**kwargs)
+
+
+@pytest.mark.parametrize(
+    "call, exc, match",
+    [
+        (lambda: pc.frequencies(7), ValueError, "d_model.*even.*7"),
+        (lambda: pc.frequencies(0), ValueError, "d_model.*positive.*0"),
+        (lambda: pc.frequencies(True), TypeError, "d_model.*bool True"),
+        (lambda: pc.frequencies(8, base=1.0), ValueError, "base.*greater than 1.*1.0"),
+        (lambda: pc.frequencies(8, base=None), TypeError, "base.*NoneType None"),
+        (lambda: pc.wavelengths(9), ValueError, "d_model.*even.*9"),
+        (lambda: pc.wavelengths(8.0), TypeError, "d_model.*float 8.0"),
+        (lambda: pc.wavelengths(8, base=float("nan")), ValueError, "base.*finite.*nan"),
+        (lambda: pc.wavelengths(8, base="10000"), TypeError, "base.*str '10000'"),
+        (lambda: pc.sinusoidal_encoding([0, 1], 8, device="foo"), ValueError, "device.*'foo'"),
+        (lambda: pc.sinusoidal_encoding([0, 1], 8, device=0.5), TypeError, "device.*float 0.5"),
+        (lambda: pc.sinusoidal_encoding(torch.tensor([True]), 8), TypeError, "positions.*torch.bool"),
+        (lambda: pc.sinusoidal_encoding(torch.tensor([1j]), 8), TypeError, "positions.*complex64"),
+        (lambda: pc.sinusoidal_encoding("abc", 8), TypeError, "positions.*'abc'"),
+        (lambda: pc.sinusoidal_encoding([0, 1], 8, layout="half"), ValueError, "layout.*'half'"),
+        (lambda: pc.sinusoidal_encoding([0, 1], 8, dtype=torch.int32), TypeError, "dtype.*int32"),
+        (lambda: pc.SinusoidalPositionalEncoding(7, 4), ValueError, "d_model.*even.*7"),
+        (lambda: pc.SinusoidalPositionalEncoding(8, 4, scale=float("nan")), ValueError, "scale.*finite.*nan"),
+        (lambda: pc.SinusoidalPositionalEncoding(8, 4, base=1.0), ValueError, "base.*1.0"),
+        (lambda: pc.SinusoidalPositionalEncoding(8, 4)(torch.zeros(8)), ValueError, r"x.*2 dimensions.*\(8,\)"),
+        (lambda: pc.SinusoidalPositionalEncoding(8, 4)(torch.zeros(1, 2, 8), offset=True), TypeError, "offset.*bool True"),
+        (lambda: pc.SinusoidalPositionalEncoding(8, 4)(torch.zeros(1, 2, 8), offset=1.5), TypeError, "offset.*float 1.5"),
+    ],
+)
+def test_bad_inputs_to_each_function(call, exc, match):
+    with pytest.raises(exc, match=match):
+        call()
 
 
 def test_bad_positions_and_module_inputs():

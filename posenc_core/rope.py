@@ -49,6 +49,7 @@ ROPE_TYPES = ("default", "linear", "ntk", "dynamic", "yarn", "llama3")
 # the intermediate reads and writes of one chunk stay in cache, large enough that the Python
 # loop costs little (measured in benchmarks/rope_benchmark.py).
 _CHUNK_ELEMENTS = 1 << 20
+_CHUNK_ELEMENTS_LOW = 1 << 18  # for bfloat16/float16 inputs (float64 work): best of 2**16..2**20
 
 # apply_rope(fused=None) runs the torch.compile'd kernel for float32/float64 CPU inputs of at
 # least this many elements (16 MB of float32: beyond that, one pass over memory instead of the
@@ -495,8 +496,8 @@ def apply_rope(
         cos, sin: tables from :func:`rope_cos_sin` with the same ``layout``, shape ``(s, d)``
             or anything that broadcasts to ``x`` (e.g. ``(b, 1, s, d)``).
         layout: ``"half"`` or ``"interleaved"``.
-        fused: ``None`` (choose as above), ``True`` (the compiled kernel: CPU tensors without
-            autograd; compile errors are raised) or ``False`` (never compile).
+        fused: ``None`` (choose as above), ``True`` (the compiled kernel: float32/float64 CPU
+            tensors without autograd; compile errors are raised) or ``False`` (never compile).
 
     Returns:
         tensor of the shape, dtype and device of ``x``.
@@ -515,6 +516,11 @@ def apply_rope(
             )
         if x.device.type != "cpu":
             raise ValueError(f"fused=True is for CPU tensors, got x on {x.device}; use fused=None or False")
+        if x.dtype not in _FUSED_AUTO_DTYPES:
+            raise ValueError(
+                f"fused=True is for float32 and float64 tensors, got x of dtype {x.dtype} (bfloat16/float16 "
+                "are rotated in float64 and rounded once by the eager path); use fused=None or False"
+            )
     if needs_grad or torch.compiler.is_compiling():
         return round_once(_formula(x, cos, sin, layout), x.dtype)
     s, d = x.shape[-2], x.shape[-1]
@@ -538,7 +544,7 @@ def apply_rope(
             cos3 = cos.expand(x.shape).reshape(-1, s, d)
             sin3 = sin.expand(x.shape).reshape(-1, s, d)
         try:
-            return round_once(_fused_kernel(x3, cos3, sin3, layout), x.dtype).view(x.shape)
+            return _fused_kernel(x3, cos3, sin3, layout).view(x.shape)
         except Exception as exc:  # noqa: BLE001 - any failure to compile means: use the eager path
             if required:
                 raise RuntimeError(f"apply_rope(fused=True): torch.compile failed: {exc}") from exc
@@ -550,6 +556,48 @@ def apply_rope(
                 stacklevel=2,
             )
     return _apply_eager(x, cos, sin, layout, table_is_shared)
+
+
+_BELOW_FLOAT32 = (1 << 29) - 1  # the float64 significand bits that float32 does not keep
+
+
+# If every nonzero |x| and every nonzero table entry is at least 2**-33, a nonzero exact
+# x1*c - x2*s is at least 2**-125: x has an 8-bit and a float32 table a 24-bit significand, so
+# each product is a multiple of 2**(e_x + e_c - 30) >= 2**-96; with float64 tables (53 bits) a
+# multiple of 2**(-66 - 59) = 2**-125, and the float64 products and sum then differ from zero by
+# at least one float64 ulp of numbers >= 2**-66, about 2**-118. So results stay where float32
+# is normal, which _round_once_into needs.
+_LOW_MIN_INPUT = 2.0**-33
+
+
+def _has_tiny(t: torch.Tensor, threshold: float) -> bool:
+    """Whether some element satisfies 0 < |t| < threshold (a power of two, for bfloat16)."""
+    if t.dtype == torch.bfloat16:  # on the bits, several times faster than bfloat16 arithmetic
+        below = (127 + int(math.log2(threshold))) << 7  # bits of |threshold|
+        # |t|'s bits minus one: zero becomes -1, masked to 0x7fff; 0 < |t| < threshold gives 0 .. below - 2
+        magnitude = (t.view(torch.int16) & 0x7FFF).sub_(1).bitwise_and_(0x7FFF)
+        return t.numel() > 0 and int(magnitude.min()) < below - 1
+    a = t.abs()
+    return bool(((a < threshold) & (a > 0)).any())
+
+
+def _round_once_into(y: torch.Tensor, out: torch.Tensor, scratch: torch.Tensor) -> None:
+    """``out.copy_(round_once(y, out.dtype))`` for float64 ``y`` and a bfloat16/float16 ``out``,
+    in place and without temporaries (``y`` is overwritten; ``scratch`` is int64 like ``y``),
+    where float32 is normal: every nonzero ``|y| >= 2**-126`` (the caller checks it).
+
+    Rounds ``y`` to float32 precision *to odd* on its bits (drop the 29 low significand bits,
+    and set the last kept one if any of them was nonzero), so that torch's float64 -> float32
+    step is exact and its float32 -> low-precision step is the only rounding (Boldo and
+    Melquiond 2008; float32 keeps more than two bits beyond bfloat16 and float16). Infinities
+    stay infinite and NaNs stay NaN. Same values as :func:`round_once` (tested), which is
+    written for clarity and allocates several temporaries.
+    """
+    y_bits = y.view(torch.int64)
+    torch.bitwise_and(y_bits, _BELOW_FLOAT32, out=scratch)  # the bits to drop (sign excluded)
+    scratch.add_(_BELOW_FLOAT32)  # carries into bit 29, the last kept bit, iff one was set
+    y_bits.bitwise_or_(scratch).bitwise_and_(~_BELOW_FLOAT32)  # truncate, last kept bit |= sticky
+    out.copy_(y)
 
 
 def _apply_eager(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str, table_is_shared: bool) -> torch.Tensor:
@@ -568,13 +616,19 @@ def _apply_eager(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: 
     outs = out.view(-1, s, d)
     n = xs.shape[0]
     # chunk over the leading rows, and over the sequence too when one sequence is large
-    rows_per_chunk = max(1, _CHUNK_ELEMENTS // max(1, s * d))
-    seq_per_chunk = s if s * d <= _CHUNK_ELEMENTS else max(1, _CHUNK_ELEMENTS // d)
     low = work != x.dtype
+    chunk = _CHUNK_ELEMENTS_LOW if low else _CHUNK_ELEMENTS  # float64 work with int64 scratch: smaller
+    rows_per_chunk = max(1, chunk // max(1, s * d))
+    seq_per_chunk = s if s * d <= chunk else max(1, chunk // d)
     # scratch shared by all chunks: a fresh allocation per chunk would page-fault every time
     chunk_shape = (min(n, rows_per_chunk), min(s, seq_per_chunk), d)
     tmp = torch.empty(chunk_shape, dtype=work, device=x.device)
     xwork = torch.empty(chunk_shape, dtype=work, device=x.device) if low else None
+    bits = torch.empty(chunk_shape, dtype=torch.int64, device=x.device) if low else None
+    # bfloat16 results below 2**-126 need round_once (see _round_once_into); they cannot
+    # occur unless some nonzero input or table entry is below _LOW_MIN_INPUT
+    check_inputs = x.dtype == torch.bfloat16
+    careful = check_inputs and (_has_tiny(cos2, _LOW_MIN_INPUT) or _has_tiny(sin2, _LOW_MIN_INPUT))
     for r0 in range(0, n, rows_per_chunk):
         for p0 in range(0, s, seq_per_chunk):
             xb = xs[r0 : r0 + rows_per_chunk, p0 : p0 + seq_per_chunk]
@@ -586,7 +640,10 @@ def _apply_eager(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: 
                 xw = xwork[: xb.shape[0], : xb.shape[1]]
                 xw.copy_(xb)
                 _rotate_into(xw, cb, sb, xw, tb, layout)
-                ob.copy_(round_once(xw, x.dtype))
+                if careful or check_inputs and _has_tiny(xb, _LOW_MIN_INPUT):
+                    ob.copy_(round_once(xw, x.dtype))
+                else:
+                    _round_once_into(xw, ob, bits[: xb.shape[0], : xb.shape[1]])
             else:
                 _rotate_into(xb, cb, sb, ob, tb, layout)
     return out

@@ -485,7 +485,7 @@ def apply_rope(
       read and written once and the intermediate passes stay in cache.
 
     ``benchmarks/rope_benchmark.py`` measures all three against ``x.clone()``. bfloat16/float16
-    inputs are computed in float64 and rounded once (:func:`round_once`), so the result is the
+    inputs are computed in float64 and rounded to their dtype once, so the result is the
     correctly rounded value of the formula for the given tables (up to ties closer than
     float64 resolves); with float64 tables, as :class:`RotaryEmbedding` uses for such inputs,
     that is the correctly rounded exact rotation (computing in float32 and rounding again
@@ -590,7 +590,7 @@ def _round_once_into(y: torch.Tensor, out: torch.Tensor, scratch: torch.Tensor) 
     and set the last kept one if any of them was nonzero), so that torch's float64 -> float32
     step is exact and its float32 -> low-precision step is the only rounding (Boldo and
     Melquiond 2008; float32 keeps more than two bits beyond bfloat16 and float16). Infinities
-    stay infinite and NaNs stay NaN. Same values as :func:`round_once` (tested), which is
+    stay infinite and NaNs stay NaN. Same values as ``round_once`` (tested), which is
     written for clarity and allocates several temporaries.
     """
     y_bits = y.view(torch.int64)

@@ -40,7 +40,7 @@ import torch
 from torch import nn
 
 from . import _validation as v
-from ._numerics import round_once
+from ._numerics import round_once, round_once_into
 
 LAYOUTS = ("half", "interleaved")
 ROPE_TYPES = ("default", "linear", "ntk", "dynamic", "yarn", "llama3")
@@ -333,11 +333,6 @@ def rotate_pairs(x: torch.Tensor, *, layout: str = "half") -> torch.Tensor:
     v.tensor("x", x, min_dim=1)
     v.choice("layout", layout, LAYOUTS)
     v.even_int("x.shape[-1]", x.shape[-1])
-    return _turn(x, layout)
-
-
-def _turn(x: torch.Tensor, layout: str) -> torch.Tensor:
-    """:func:`rotate_pairs` without the checks."""
     half = x.shape[-1] // 2
     if layout == "half":
         return torch.cat((-x[..., half:], x[..., :half]), -1)
@@ -346,17 +341,12 @@ def _turn(x: torch.Tensor, layout: str) -> torch.Tensor:
 
 
 def _formula(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str) -> torch.Tensor:
-    """``x * cos + rotate_pairs(x) * sin`` computed and returned in the dtype of ``cos`` (the
-    working dtype): the plain formula, for autograd and for tracing by torch.compile."""
-    xw = x.to(cos.dtype)
-    return xw * cos + _turn(xw, layout) * sin
-
-
-def _formula_by_pairs(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str) -> torch.Tensor:
-    """:func:`_formula` written pair by pair: (x1 c1 - x2 s1, x2 c2 + x1 s2). The same values
-    bit for bit ((-a) * b == -(a * b) and u + (-w) == u - w exactly); the form the fused kernel
-    compiles, because Inductor turns it into straight vector code (the concatenation of a
-    negated half is compiled into masked loads, about 2x slower)."""
+    """``x * cos + rotate_pairs(x) * sin`` in the dtype of ``cos`` (the working dtype), written
+    pair by pair: (x1 c1 - x2 s1, x2 c2 + x1 s2), the same values bit for bit ((-a) * b ==
+    -(a * b) and u + (-w) == u - w exactly). Used with autograd, under the caller's
+    torch.compile, and as the body of the fused kernel: Inductor turns this form into straight
+    vector code, while a concatenation of a negated half becomes masked loads (about 2x slower).
+    """
     xw = x.to(cos.dtype)
     x1, x2 = _halves(xw, layout)
     c1, c2 = _halves(cos, layout)
@@ -447,7 +437,7 @@ class _FusedKernel:
 
     def __call__(self, x3: torch.Tensor, cos2: torch.Tensor, sin2: torch.Tensor, layout: str) -> torch.Tensor:
         if self.fn is None:
-            self.fn = torch.compile(_formula_by_pairs, dynamic=False, fullgraph=True)
+            self.fn = torch.compile(_formula, dynamic=False, fullgraph=True)
         # fresh views, so marking dimensions dynamic leaves the caller's tensors untouched
         x3, cos2, sin2 = x3.view(x3.shape), cos2.view(cos2.shape), sin2.view(sin2.shape)
         for t, dims in ((x3, (0, 1)), (cos2, (0,)), (sin2, (0,))):
@@ -558,15 +548,13 @@ def apply_rope(
     return _apply_eager(x, cos, sin, layout, table_is_shared)
 
 
-_BELOW_FLOAT32 = (1 << 29) - 1  # the float64 significand bits that float32 does not keep
-
 
 # If every nonzero |x| and every nonzero table entry is at least 2**-33, a nonzero exact
 # x1*c - x2*s is at least 2**-125: x has an 8-bit and a float32 table a 24-bit significand, so
 # each product is a multiple of 2**(e_x + e_c - 30) >= 2**-96; with float64 tables (53 bits) a
 # multiple of 2**(-66 - 59) = 2**-125, and the float64 products and sum then differ from zero by
 # at least one float64 ulp of numbers >= 2**-66, about 2**-118. So results stay where float32
-# is normal, which _round_once_into needs.
+# is normal, which round_once_into needs.
 _LOW_MIN_INPUT = 2.0**-33
 
 
@@ -579,25 +567,6 @@ def _has_tiny(t: torch.Tensor, threshold: float) -> bool:
         return t.numel() > 0 and int(magnitude.min()) < below - 1
     a = t.abs()
     return bool(((a < threshold) & (a > 0)).any())
-
-
-def _round_once_into(y: torch.Tensor, out: torch.Tensor, scratch: torch.Tensor) -> None:
-    """``out.copy_(round_once(y, out.dtype))`` for float64 ``y`` and a bfloat16/float16 ``out``,
-    in place and without temporaries (``y`` is overwritten; ``scratch`` is int64 like ``y``),
-    where float32 is normal: every nonzero ``|y| >= 2**-126`` (the caller checks it).
-
-    Rounds ``y`` to float32 precision *to odd* on its bits (drop the 29 low significand bits,
-    and set the last kept one if any of them was nonzero), so that torch's float64 -> float32
-    step is exact and its float32 -> low-precision step is the only rounding (Boldo and
-    Melquiond 2008; float32 keeps more than two bits beyond bfloat16 and float16). Infinities
-    stay infinite and NaNs stay NaN. Same values as ``round_once`` (tested), which is
-    written for clarity and allocates several temporaries.
-    """
-    y_bits = y.view(torch.int64)
-    torch.bitwise_and(y_bits, _BELOW_FLOAT32, out=scratch)  # the bits to drop (sign excluded)
-    scratch.add_(_BELOW_FLOAT32)  # carries into bit 29, the last kept bit, iff one was set
-    y_bits.bitwise_or_(scratch).bitwise_and_(~_BELOW_FLOAT32)  # truncate, last kept bit |= sticky
-    out.copy_(y)
 
 
 def _apply_eager(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str, table_is_shared: bool) -> torch.Tensor:
@@ -625,7 +594,7 @@ def _apply_eager(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: 
     tmp = torch.empty(chunk_shape, dtype=work, device=x.device)
     xwork = torch.empty(chunk_shape, dtype=work, device=x.device) if low else None
     bits = torch.empty(chunk_shape, dtype=torch.int64, device=x.device) if low else None
-    # bfloat16 results below 2**-126 need round_once (see _round_once_into); they cannot
+    # bfloat16 results below 2**-126 need round_once (see round_once_into); they cannot
     # occur unless some nonzero input or table entry is below _LOW_MIN_INPUT
     check_inputs = x.dtype == torch.bfloat16
     careful = check_inputs and (_has_tiny(cos2, _LOW_MIN_INPUT) or _has_tiny(sin2, _LOW_MIN_INPUT))
@@ -643,7 +612,7 @@ def _apply_eager(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: 
                 if careful or check_inputs and _has_tiny(xb, _LOW_MIN_INPUT):
                     ob.copy_(round_once(xw, x.dtype))
                 else:
-                    _round_once_into(xw, ob, bits[: xb.shape[0], : xb.shape[1]])
+                    round_once_into(xw, ob, bits[: xb.shape[0], : xb.shape[1]])
             else:
                 _rotate_into(xb, cb, sb, ob, tb, layout)
     return out

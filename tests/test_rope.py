@@ -434,7 +434,7 @@ def test_in_place_rounding_equals_round_once(dtype):
     """The chunk loop's bit-level rounding (to odd at float32 precision, then torch's conversion)
     gives round_once's values: on random magnitudes across the range, on the values next to every
     rounding midpoint of the dtype, and on 0, -0, infinities, NaN and overflow."""
-    from posenc_core._numerics import round_once
+    from posenc_core._numerics import round_once, round_once_into
 
     g = torch.Generator().manual_seed(30)
     spread = [torch.randn(20000, generator=g, dtype=F64) * 10.0**e for e in (-37, -20, -7, -5, 0, 4, 30, 38)]
@@ -447,7 +447,7 @@ def test_in_place_rounding_equals_round_once(dtype):
     if dtype == torch.bfloat16:  # the caller sends bfloat16 results below 2**-126 to round_once
         y = y[(y.abs() >= 2.0**-126) | (y == 0) | y.isnan()]
     out = torch.empty(y.shape, dtype=dtype)
-    rope_mod._round_once_into(y.clone(), out, torch.empty(y.shape, dtype=torch.int64))
+    round_once_into(y.clone(), out, torch.empty(y.shape, dtype=torch.int64))
     expected = round_once(y, dtype)
     same_bits = out.view(torch.int16) == expected.view(torch.int16)
     assert bool((same_bits | (out.isnan() & expected.isnan())).all())

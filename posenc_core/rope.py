@@ -474,8 +474,9 @@ def apply_rope(
     * otherwise the eager path: cache-sized chunks with ``out=`` arithmetic, so memory is
       read and written once and the intermediate passes stay in cache.
 
-    ``benchmarks/rope_benchmark.py`` measures all three against ``x.clone()``. bfloat16/float16
-    inputs are computed in float64 and rounded to their dtype once, so the result is the
+    ``benchmarks/rope_benchmark.py`` times the fused kernel and the eager path against
+    ``x.clone()``. bfloat16/float16 inputs take the eager path (or the plain formula with
+    autograd); they are computed in float64 and rounded to their dtype once, so the result is the
     correctly rounded value of the formula for the given tables (up to ties closer than
     float64 resolves); with float64 tables, as :class:`RotaryEmbedding` uses for such inputs,
     that is the correctly rounded exact rotation (computing in float32 and rounding again

@@ -42,6 +42,8 @@ from typing import BinaryIO
 
 import torch
 
+from . import _validation as v
+
 MINILM_REPO = "sentence-transformers/all-MiniLM-L6-v2"
 """Hugging Face hub repository of the checkpoint."""
 
@@ -236,10 +238,7 @@ def _download_verified(url: str, destination: pathlib.Path, expected: str) -> pa
 
 def _locate(allow_download: bool, cache_dir: str | os.PathLike[str] | None) -> dict[str, pathlib.Path]:
     """Paths of the two files (not yet verified unless just downloaded)."""
-    if not isinstance(allow_download, bool):
-        raise TypeError(
-            f"allow_download must be True or False, got {type(allow_download).__name__} {allow_download!r}"
-        )
+    allow_download = v.boolean("allow_download", allow_download)
     root = _default_cache_dir() if cache_dir is None else _check_path_arg("cache_dir", cache_dir)
     folder = _cache_folder(root)
     files = _package_files()

@@ -189,9 +189,7 @@ class TinyTransformer(nn.Module):
             raise ValueError(f"n_heads={n_heads} must divide d_model={d_model} into even head widths")
         self.scheme = v.choice("scheme", scheme, SCHEMES)
         self.max_len = v.positive_int("max_len", max_len)
-        if not isinstance(causal, bool):
-            raise TypeError(f"causal must be a bool, got {type(causal).__name__} {causal!r}")
-        self.causal = causal
+        self.causal = v.boolean("causal", causal)
         self.embed = nn.Embedding(vocab, d_model)
         self.pos: nn.Module | None = None
         if scheme == "sinusoidal":

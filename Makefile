@@ -23,8 +23,14 @@ $(VENV)/.reader-ok: requirements.txt pyproject.toml
 	$(PIP) install -q -e .
 	@touch $@
 
-# Test-only extras on top.
-$(VENV)/.test-ok: $(VENV)/.reader-ok requirements-test.txt
+# The book build's extras on top (requirements-build.txt: the references the chapters'
+# cross-checks compare against), so the published book never shows a skipped check.
+$(VENV)/.build-ok: $(VENV)/.reader-ok requirements-build.txt
+	$(PIP) install -q -r requirements-build.txt
+	@touch $@
+
+# Test-only extras on top of those.
+$(VENV)/.test-ok: $(VENV)/.build-ok requirements-test.txt
 	$(PIP) install -q -r requirements-test.txt
 	@touch $@
 
@@ -35,9 +41,11 @@ vendor:
 
 # POSENC_STATIC_WIDGETS=1: the chapters' explorers prerender their figures so that the
 # controls work in the static pages without a kernel (see posenc_core/widgets.py).
-book: $(VENV)/.reader-ok vendor
+# POSENC_BOOK_BUILD=1: a chapter whose cross-check lacks its reference library fails the
+# build instead of publishing "skipped" (posenc_core.notebook.optional_reference).
+book: $(VENV)/.build-ok vendor
 	@start=$$(date +%s); \
-	POSENC_STATIC_WIDGETS=1 $(JB) build -W -n --keep-going . || exit 1; \
+	POSENC_STATIC_WIDGETS=1 POSENC_BOOK_BUILD=1 $(JB) build -W -n --keep-going . || exit 1; \
 	echo "Built in $$(( $$(date +%s) - start )) s. Open file://$(CURDIR)/_build/html/index.html"
 
 # The browser tests drive Debian's chromium; install it where missing (needs root, as in CI).

@@ -32,3 +32,46 @@ def glue(name: str, value: Any, display: bool = False) -> None:
             show(value)
         return
     myst_glue(name, value, display=display)
+
+
+BUILD_ENV = "POSENC_BOOK_BUILD"
+"""Environment variable that ``make book`` sets to ``1``: the published book must run every
+cross-check, so a missing reference library is an error there, not a skipped check."""
+
+
+def optional_reference(module: str, purpose: str) -> Any:
+    """Import a reference library that a chapter's cross-check compares against.
+
+    A reader's lean environment (Binder, Colab) may lack it: then the check is skipped and a
+    one-line message says what to install. The book build must never publish a skipped check,
+    so when :data:`BUILD_ENV` is ``"1"`` a missing library raises instead.
+
+    Args:
+        module: import name, e.g. ``"transformers"``.
+        purpose: what the chapter uses it for, for the messages.
+
+    Returns:
+        the imported module, or None when it is missing outside the book build.
+
+    Raises:
+        ImportError: if the module is missing and :data:`BUILD_ENV` is ``"1"``.
+    """
+    import importlib
+    import os
+
+    if not isinstance(module, str) or not module:
+        raise TypeError(f"module must be a non-empty string, got {module!r}")
+    if not isinstance(purpose, str) or not purpose:
+        raise TypeError(f"purpose must be a non-empty string, got {purpose!r}")
+    try:
+        return importlib.import_module(module)
+    except ImportError as err:
+        if os.environ.get(BUILD_ENV) == "1":
+            raise ImportError(
+                f"{module} is needed for {purpose}, and {BUILD_ENV}=1 says this is the book "
+                f"build, which must not publish a skipped check: install the build "
+                f"requirements (requirements-build.txt)"
+            ) from err
+        print(f"{module} is not installed, so {purpose} is skipped here "
+              f"(`pip install {module}` runs it).")
+        return None

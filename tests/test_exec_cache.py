@@ -1,0 +1,103 @@
+"""The execution cache follows the code the chapters import (_ext/exec_cache.py).
+
+jupyter-cache keys stored outputs on a notebook's code cells only; the extension clears the
+cache and re-reads every notebook when posenc_core, chapters/data, a library version or a
+POSENC_* switch changes. These tests drive its two steps on a scratch folder.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import pathlib
+import types
+
+import pytest
+import yaml
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("exec_cache", ROOT / "_ext" / "exec_cache.py")
+exec_cache = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(exec_cache)
+
+
+@pytest.fixture
+def book(tmp_path):
+    """A minimal book folder: a package module and a data file."""
+    (tmp_path / "posenc_core").mkdir()
+    (tmp_path / "posenc_core" / "rope.py").write_text("BASE = 10000.0\n")
+    (tmp_path / "chapters" / "data").mkdir(parents=True)
+    (tmp_path / "chapters" / "data" / "study.json").write_text('{"loss": 1.0}\n')
+    return tmp_path
+
+
+def digest(root, **kw):
+    return exec_cache.chapter_inputs(root, environ=kw.pop("environ", {}), **kw)["digest"]
+
+
+def test_the_digest_changes_with_the_package_the_data_and_the_switches(book):
+    before = digest(book)
+    assert digest(book) == before, "the digest must be deterministic"
+    (book / "posenc_core" / "rope.py").write_text("BASE = 500000.0\n")
+    after_code = digest(book)
+    assert after_code != before
+    (book / "chapters" / "data" / "study.json").write_text('{"loss": 2.0}\n')
+    after_data = digest(book)
+    assert after_data != after_code
+    (book / "posenc_core" / "new.py").write_text("")
+    assert digest(book) != after_data
+    assert digest(book, environ={"POSENC_STATIC_WIDGETS": "1"}) != digest(book)
+    assert digest(book, environ={"HOME": "/elsewhere"}) == digest(book), "only POSENC_* counts"
+
+
+def test_bytecode_and_checkpoints_do_not_count(book):
+    before = digest(book)
+    (book / "posenc_core" / "__pycache__").mkdir()
+    (book / "posenc_core" / "__pycache__" / "rope.cpython-311.pyc").write_bytes(b"\0\1")
+    assert digest(book) == before
+
+
+def test_a_library_version_counts(book):
+    with_numpy = digest(book, distributions=("numpy",))
+    with_absent = digest(book, distributions=("numpy", "no-such-distribution-xyz"))
+    assert with_numpy != with_absent
+    record = exec_cache.chapter_inputs(book, distributions=("no-such-distribution-xyz",), environ={})
+    assert record["versions"] == {"no-such-distribution-xyz": "absent"}
+
+
+def test_a_cache_filled_for_other_inputs_is_deleted(book, tmp_path):
+    cache = tmp_path / "cache"
+    inputs = exec_cache.chapter_inputs(book, environ={})
+    assert exec_cache.refresh_cache(cache, inputs) is False  # no cache yet: nothing stale
+    (cache / "global.db").write_text("outputs")
+    assert exec_cache.refresh_cache(cache, inputs) is False  # same inputs: kept
+    assert (cache / "global.db").read_text() == "outputs"
+    (book / "posenc_core" / "rope.py").write_text("BASE = 1.0\n")
+    changed = exec_cache.chapter_inputs(book, environ={})
+    assert exec_cache.refresh_cache(cache, changed) is True
+    assert not (cache / "global.db").exists()
+    assert json.loads((cache / exec_cache.RECORD).read_text())["digest"] == changed["digest"]
+
+
+def test_a_cache_without_a_record_is_deleted(book, tmp_path):
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / "global.db").write_text("outputs of unknown provenance")
+    assert exec_cache.refresh_cache(cache, exec_cache.chapter_inputs(book, environ={})) is True
+    assert not (cache / "global.db").exists()
+
+
+def fake_env(stale):
+    docs = {"intro": "intro.md", "chapters/01": "chapters/01.ipynb", "chapters/02": "chapters/02.ipynb"}
+    return types.SimpleNamespace(found_docs=set(docs), doc2path=docs.__getitem__, posenc_cache_stale=stale)
+
+
+def test_a_stale_cache_marks_every_notebook_outdated():
+    assert exec_cache._outdated(None, fake_env(True), set(), set(), set()) == ["chapters/01", "chapters/02"]
+    assert exec_cache._outdated(None, fake_env(False), set(), set(), set()) == []
+
+
+def test_the_book_loads_the_extension():
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    assert config["sphinx"]["local_extensions"].get("exec_cache") == "_ext/"
+    assert config["execute"]["execute_notebooks"] == "cache"

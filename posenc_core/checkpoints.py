@@ -441,7 +441,7 @@ class MiniLMEmbeddings:
         token_type: ``(2, 384)`` float32 segment table, or None if the file has none.
         vocab: token -> id, 30,522 entries (``vocab.txt`` line number, from 0).
         sha256: the verified SHA-256 of the weights file (equal to :data:`MINILM_SHA256`).
-        source: path of the weights file that was read.
+        source: path of the weights file that was read (not shown by ``repr``).
         first_layer: the tensors that turn embeddings into the first layer's attention
             inputs: ``ln_weight``, ``ln_bias`` ``(384,)`` (the embedding LayerNorm) and
             ``q_weight``, ``k_weight``, ``v_weight`` ``(384, 384)`` (``nn.Linear`` layout, out x in,
@@ -457,11 +457,15 @@ class MiniLMEmbeddings:
     first_layer: dict[str, torch.Tensor] = field(default_factory=dict, repr=False)
 
     def __repr__(self) -> str:
+        # What identifies the data (checkpoint, revision, checksum), never where it sits on
+        # this machine: the repr is printed in the book, and a path would publish the
+        # builder's home folder or virtual environment.
         token_type = None if self.token_type is None else tuple(self.token_type.shape)
         return (
-            f"MiniLMEmbeddings(word={tuple(self.word.shape)}, position={tuple(self.position.shape)}, "
-            f"token_type={token_type}, vocab={len(self.vocab)} tokens, sha256={self.sha256[:12]}..., "
-            f"source={str(self.source)!r})"
+            f"MiniLMEmbeddings({MINILM_REPO}@{MINILM_REVISION[:12]},\n"
+            f"    sha256={self.sha256[:16]}...,\n"
+            f"    word={tuple(self.word.shape)}, position={tuple(self.position.shape)}, "
+            f"token_type={token_type}, vocab={len(self.vocab)})"
         )
 
     def lookup(self, text: str) -> TokenLookup:

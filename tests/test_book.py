@@ -1,8 +1,11 @@
 """Static checks of the book's sources: they run before the build."""
 
+import ast
+import io
 import json
 import pathlib
 import re
+import tokenize
 
 import pytest
 import yaml
@@ -45,8 +48,10 @@ def test_first_cell_installs_from_the_configured_repository(path):
     first = "".join(nb["cells"][0]["source"])
     repo, branch = CONFIG["repository"]["url"], CONFIG["repository"]["branch"]
     assert "import posenc_core" in first and "except ImportError" in first
-    urls = re.findall(r"git\+(\S+?)@(\w[\w.-]*)\"", first)
-    assert urls == [(repo, branch)], f"{path.name} installs from {urls}, _config.yml says {repo}@{branch}"
+    repos = re.findall(r'^\s*REPO = "(\S+)"$', first, re.M)
+    installs = re.findall(r"%pip install .*git\+\{REPO\}@(\w[\w.-]*)\"", first)
+    assert (repos, installs) == ([repo], [branch]), (
+        f"{path.name} installs from {repos}@{installs}, _config.yml says {repo}@{branch}")
 
 
 def test_launch_buttons_are_configured():
@@ -65,11 +70,91 @@ def test_binder_environment_pins_cpu_torch_like_the_readers():
     assert "download.pytorch.org/whl/cpu" in binder
 
 
-def test_cells_are_short():
-    """Chapters hold narrative and short cells; library code belongs in posenc_core."""
+# The chapters' code, as a reader sees it. A cell tagged remove-cell is plumbing that the book
+# hides: it carries numbers into the prose with glue() and does nothing else.
+HIDDEN = "remove-cell"
+MAX_STATEMENTS = 15  # per visible cell, nested statements counted
+MAX_LINE = 80  # characters per code line: the code column holds about 85 at 1280 px
+
+
+def python_of(source: str) -> str:
+    """Cell source as Python (IPython magics such as %pip become function calls)."""
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    return TransformerManager().transform_cell(source)
+
+
+def code_cells():
     for path in CHAPTERS:
         nb = json.loads(path.read_text(encoding="utf-8"))
-        for k, cell in enumerate(nb["cells"][1:], start=1):
+        for k, cell in enumerate(nb["cells"]):
             if cell["cell_type"] == "code":
-                lines = [ln for ln in "".join(cell["source"]).splitlines() if ln.strip()]
-                assert len(lines) <= 16, f"{path.name} cell {k} has {len(lines)} lines"
+                hidden = HIDDEN in cell.get("metadata", {}).get("tags", [])
+                yield f"{path.name} cell {k}", "".join(cell["source"]), hidden
+
+
+def is_glue_call(node) -> bool:
+    return (isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)
+            and isinstance(node.value.func, ast.Name) and node.value.func.id == "glue")
+
+
+def glue_calls(tree) -> int:
+    return sum(isinstance(n, ast.Call) and getattr(n.func, "id", None) == "glue" for n in ast.walk(tree))
+
+
+def test_visible_cells_are_short_and_glue_nothing():
+    """Chapters hold narrative and short cells (library code belongs in posenc_core); the glue
+    plumbing sits in the hidden cell after the one that computes."""
+    problems = []
+    for where, source, hidden in code_cells():
+        if hidden:
+            continue
+        tree = ast.parse(python_of(source))
+        statements = sum(isinstance(n, ast.stmt) for n in ast.walk(tree))
+        if statements > MAX_STATEMENTS:
+            problems.append(f"{where}: {statements} statements (at most {MAX_STATEMENTS})")
+        if glue_calls(tree):
+            problems.append(f"{where}: calls glue(); move it to a hidden cell")
+    assert not problems, "\n".join(problems)
+
+
+def test_hidden_cells_only_glue():
+    """A hidden cell may hold glue() calls, loops over them and assignments feeding them: no
+    computation a reader would need to see, and no output."""
+    problems = []
+    for where, source, hidden in code_cells():
+        if not hidden:
+            continue
+        tree = ast.parse(python_of(source))
+        if not glue_calls(tree):
+            problems.append(f"{where}: a hidden cell that glues nothing")
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) in {"print", "display"}:
+                problems.append(f"{where}: a hidden cell prints (the reader would never see it)")
+        for stmt in tree.body:
+            if not (is_glue_call(stmt) or isinstance(stmt, ast.For)):
+                problems.append(f"{where}: {ast.unparse(stmt)[:60]!r} is not a glue() call")
+    assert not problems, "\n".join(problems)
+
+
+def test_one_statement_per_line():
+    """No `;` chains: each line does one thing. (A `;` that ends a line, IPython's way of
+    hiding a value, chains nothing.)"""
+    problems = []
+    ends = {tokenize.NEWLINE, tokenize.NL, tokenize.COMMENT, tokenize.ENDMARKER}
+    for where, source, _ in code_cells():
+        tokens = list(tokenize.generate_tokens(io.StringIO(python_of(source)).readline))
+        for t, after in zip(tokens, tokens[1:]):
+            if t.type == tokenize.OP and t.string == ";" and after.type not in ends:
+                problems.append(f"{where} line {t.start[0]}")
+    assert not problems, f"cells chaining statements with ';': {problems}"
+
+
+def test_code_lines_fit_the_column():
+    """At 1280 px the code column holds about 85 characters; longer lines scroll sideways."""
+    problems = []
+    for where, source, _ in code_cells():
+        for n, line in enumerate(source.splitlines(), start=1):
+            if len(line) > MAX_LINE:
+                problems.append(f"{where} line {n}: {len(line)} characters: {line.strip()[:50]}")
+    assert not problems, f"{len(problems)} lines over {MAX_LINE} characters:\n" + "\n".join(problems)

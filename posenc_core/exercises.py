@@ -8,6 +8,7 @@ when the answer is right.
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -15,6 +16,10 @@ import torch
 
 from . import _validation as v
 from .sinusoidal import frequencies, sinusoidal_encoding, sinusoidal_table
+
+
+WIDTH = 80
+"""Characters per line of a printed verdict (the book's code column)."""
 
 
 @dataclass(frozen=True)
@@ -33,7 +38,10 @@ class Feedback:
         return self.ok
 
     def __str__(self) -> str:
-        return ("Correct: " if self.ok else "Not yet: ") + self.message
+        # wrapped to the width of the book's code column, so a printed verdict never needs
+        # sideways scrolling
+        text = ("Correct: " if self.ok else "Not yet: ") + self.message
+        return textwrap.fill(text, width=WIDTH, break_long_words=False, break_on_hyphens=False)
 
     __repr__ = __str__
 

@@ -73,3 +73,13 @@ def test_check_close_and_feedback_display():
 def test_check_close_keeps_python_float_precision():
     """A Python float must not pass through float32 (40889.9 would become 40889.90234375)."""
     assert exercises.check_close(40889.9, torch.tensor(40889.9, dtype=torch.float64), "x", rtol=1e-12)
+
+
+def test_a_printed_verdict_fits_the_code_column():
+    """A long verdict wraps at the book's column width (80) and keeps every word."""
+    from posenc_core.exercises import WIDTH, Feedback
+
+    message = "fn is not permutation-equivariant: " + ", ".join(f"entry {i} differs" for i in range(30))
+    text = str(Feedback(False, message))
+    assert max(len(line) for line in text.splitlines()) <= WIDTH
+    assert text.split() == ("Not yet: " + message).split()

@@ -158,3 +158,17 @@ def test_code_lines_fit_the_column():
             if len(line) > MAX_LINE:
                 problems.append(f"{where} line {n}: {len(line)} characters: {line.strip()[:50]}")
     assert not problems, f"{len(problems)} lines over {MAX_LINE} characters:\n" + "\n".join(problems)
+
+
+def test_chapters_are_formatted_by_ruff():
+    """`ruff format chapters/` (80 columns, chapters/ruff.toml) leaves nothing to change."""
+    import shutil
+    import subprocess
+    import sys
+
+    pinned = pathlib.Path(sys.executable).parent / "ruff"  # requirements-test.txt's version
+    ruff = str(pinned) if pinned.exists() else shutil.which("ruff")
+    assert ruff, "ruff is not installed (requirements-test.txt)"
+    run = subprocess.run([ruff, "format", "--check", "--diff", str(ROOT / "chapters")],
+                         capture_output=True, text=True, cwd=ROOT)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-1000:]

@@ -39,6 +39,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from . import _format
 from . import _validation as v
 from ._numerics import round_once, round_once_into
 
@@ -809,4 +810,6 @@ class RotaryEmbedding(nn.Module):
         return apply_rope(q, cos, sin, layout=self.layout), apply_rope(k, cos, sin, layout=self.layout)
 
     def extra_repr(self) -> str:
-        return f"head_dim={self.head_dim}, base={self.base:g}, layout={self.layout!r}, scaling={self.scaling}"
+        fields = [f"head_dim={self.head_dim}", f"base={self.base:g}", f"layout={self.layout!r}",
+                  f"scaling={self.scaling}"]
+        return _format.extra_repr(self, fields)

@@ -18,6 +18,7 @@ import math
 import torch
 from torch import nn
 
+from . import _format
 from . import _validation as v
 from ._numerics import round_once
 
@@ -205,4 +206,6 @@ class SinusoidalPositionalEncoding(nn.Module):
         return round_once(out, x.dtype)
 
     def extra_repr(self) -> str:
-        return f"d_model={self.d_model}, max_len={self.max_len}, base={self.base:g}, layout={self.layout!r}"
+        fields = [f"d_model={self.d_model}", f"max_len={self.max_len}", f"base={self.base:g}",
+                  f"layout={self.layout!r}"]
+        return _format.extra_repr(self, fields)

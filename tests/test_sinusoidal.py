@@ -251,3 +251,15 @@ def test_bad_positions_and_module_inputs():
         module(torch.zeros(2, 3, 8), offset=-1)
     with pytest.raises(ValueError, match="max_len.*0"):
         pc.SinusoidalPositionalEncoding(8, 0)
+
+
+def test_the_module_repr_fits_the_books_code_column():
+    """The chapters print modules; a line over 80 characters would scroll sideways."""
+    import posenc_core as pc
+
+    long = pc.SinusoidalPositionalEncoding(128, max_len=64)
+    assert max(len(line) for line in repr(long).splitlines()) <= 80
+    assert "d_model=128" in repr(long) and "layout='interleaved'" in repr(long)
+    rope = pc.RotaryEmbedding(64, scaling={"rope_type": "linear", "factor": 4.0})
+    assert max(len(line) for line in repr(rope).splitlines()) <= 80
+    assert "'factor': 4.0" in repr(rope)

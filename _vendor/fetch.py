@@ -6,7 +6,10 @@ For every package in _vendor/vendor.lock.json:
      otherwise download it with `npm pack` (the only network access; none when the cache is good);
   2. refuse a download whose sha512 differs from the lock (exit status 1, nothing extracted);
   3. write exactly the lock's `files` to _vendor/site/<dest>/ (leading `package/` removed),
-     rewriting only files whose bytes differ and deleting anything else under _vendor/site/.
+     rewriting only files whose bytes differ and deleting anything else under _vendor/site/;
+  4. check that each of the lock's optional `build_inputs` (glob patterns of paths inside the
+     tarball) matches at least one file. Those files are not served: the build reads them from
+     the verified tarball with `build_inputs()` (_ext/cjk_font.py subsets the CJK font slices).
 
 `make book` runs this first; _config.yml names _vendor/site in html_extra_path, so Sphinx copies it
 into _build/html/ (never under _static/: Jupyter Book would add every .js/.css there to every page).
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import fnmatch
 import hashlib
 import json
 import pathlib
@@ -47,7 +51,7 @@ def load_lock(path: pathlib.Path = LOCK) -> list[dict]:
                 raise VendorError(f"{path.name}: {pkg.get('package', '?')} has no {key!r}")
         if not pkg["integrity"].startswith("sha512-"):
             raise VendorError(f"{path.name}: {pkg['package']}: integrity must be sha512-<base64> (SRI)")
-        for name in pkg["files"]:
+        for name in pkg["files"] + pkg.get("build_inputs", []):
             if not name.startswith(PREFIX) or ".." in pathlib.PurePosixPath(name).parts:
                 raise VendorError(f"{path.name}: {pkg['package']}: bad file path {name!r}")
     return packages
@@ -125,6 +129,25 @@ def tar_members(path: pathlib.Path, names: list[str]) -> dict[str, bytes]:
     return found
 
 
+def build_inputs(pkg: dict, download: bool = False) -> dict[str, bytes]:
+    """The tarball files matching the lock's `build_inputs` patterns, read from the verified
+    cached tarball (never from anything extracted); error if a pattern matches nothing."""
+    patterns = pkg.get("build_inputs", [])
+    tarball = verified_tarball(pkg, download=download)
+    found: dict[str, bytes] = {}
+    matched: set[str] = set()
+    with tarfile.open(tarball, "r:gz") as tar:
+        for member in tar:
+            hits = [p for p in patterns if fnmatch.fnmatchcase(member.name, p)]
+            if hits and member.isfile():
+                matched.update(hits)
+                found[member.name] = tar.extractfile(member).read()
+    unmatched = [p for p in patterns if p not in matched]
+    if unmatched:
+        raise VendorError(f"{tarball.name} has no file matching {', '.join(unmatched)}")
+    return found
+
+
 def expected_files(packages: list[dict], download: bool) -> dict[pathlib.Path, bytes]:
     out: dict[pathlib.Path, bytes] = {}
     for pkg in packages:
@@ -135,6 +158,8 @@ def expected_files(packages: list[dict], download: bool) -> dict[pathlib.Path, b
                               f"not {pkg['package']}@{pkg['version']}")
         for name, data in tar_members(tarball, pkg["files"]).items():
             out[served_path(pkg, name)] = data
+        if pkg.get("build_inputs"):
+            build_inputs(pkg, download=False)  # the patterns still match (tarball verified above)
     return out
 
 

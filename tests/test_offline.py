@@ -3,8 +3,10 @@
 Static checks of every built page and stylesheet, plus the vendored third-party files
 (`_vendor/vendor.lock.json`, fetched by `_vendor/fetch.py`): integrity of the cached tarballs,
 served bytes equal to the tarball contents, versions as pinned, and every file they load at
-run time present. Runs after the build (`make test` sets BOOK_BUILT=1, which turns a missing
-build into a failure instead of a skip). Links (`<a href>`) to other sites are fine: nothing
+run time present. The files the build writes under _vendor/ itself, the CJK font subset made
+by _ext/cjk_font.py from the font package's `build_inputs`, are those its manifest lists.
+Runs after the build (`make test` sets BOOK_BUILT=1, which turns a missing build into a
+failure instead of a skip). Links (`<a href>`) to other sites are fine: nothing
 loads them while reading.
 """
 
@@ -46,6 +48,8 @@ LOADING_RELS = {"stylesheet", "preload", "modulepreload", "prefetch", "icon", "s
 # Widget modules html-manager's embed-amd.js bundles; any other module it fetches from a CDN.
 BUNDLED_WIDGET_MODULES = {"@jupyter-widgets/base", "@jupyter-widgets/controls", "@jupyter-widgets/output"}
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+CJK_DIR = HTML / "_vendor" / "cjk"
+CJK_MANIFEST = CJK_DIR / "cjk-font.json"
 
 
 class _Resources(html.parser.HTMLParser):
@@ -213,7 +217,12 @@ def test_lock_pins_exact_versions_with_sha512_integrity():
         assert re.fullmatch(r"\d+\.\d+\.\d+", pkg["version"]), pkg
         assert re.fullmatch(r"sha512-[A-Za-z0-9+/]{86}==", pkg["integrity"]), pkg
         assert pkg["dest"].startswith("_vendor/") and pkg["files"], pkg
-    assert [p["package"] for p in PACKAGES] == ["requirejs", "@jupyter-widgets/html-manager", "mathjax"]
+    assert [p["package"] for p in PACKAGES] == ["requirejs", "@jupyter-widgets/html-manager", "mathjax",
+                                                "@fontsource/noto-sans-sc"]
+    # only the font package has build inputs (not served), and it serves its licence
+    assert [p["package"] for p in PACKAGES if p.get("build_inputs")] == ["@fontsource/noto-sans-sc"]
+    font = PACKAGES[-1]
+    assert font["files"] == ["package/LICENSE"] and font["license"] == "OFL-1.1"
     assert [p["version"] for p in PACKAGES if p["package"] == "mathjax"][0].startswith("3.")
 
 
@@ -238,14 +247,44 @@ def test_served_files_are_the_tarball_files(pkg, tarball_files):
 
 def test_nothing_unpinned_is_served_under_vendor():
     pinned = {served(pkg, name) for pkg in PACKAGES for name in pkg["files"]}
-    extra = [p.relative_to(HTML) for p in (HTML / "_vendor").rglob("*") if p.is_file() and p not in pinned]
+    manifest = json.loads(CJK_MANIFEST.read_text(encoding="utf-8"))
+    generated = {CJK_DIR / name for name in [*manifest["fonts"], "cjk.css", "cjk-font.json"]}
+    extra = [p.relative_to(HTML) for p in (HTML / "_vendor").rglob("*")
+             if p.is_file() and p not in pinned | generated]
     assert not extra, extra[:20]
+    assert all(p.is_file() for p in generated), sorted(generated)
 
 
-@pytest.mark.parametrize("pkg", PACKAGES, ids=lambda p: p["package"])
+@pytest.mark.parametrize("pkg", [p for p in PACKAGES if any(n.endswith(".js") for n in p["files"])],
+                         ids=lambda p: p["package"])
 def test_served_entry_file_carries_the_pinned_version(pkg):
     entry = served(pkg, next(n for n in pkg["files"] if n.endswith(".js")))
     assert pkg["version"] in entry.read_text(encoding="utf-8", errors="replace")
+
+
+def test_cjk_subset_is_small_comes_from_the_pinned_font_and_is_linked_from_every_page(parsed_pages):
+    font = next(pkg for pkg in PACKAGES if pkg["package"] == "@fontsource/noto-sans-sc")
+    manifest = json.loads(CJK_MANIFEST.read_text(encoding="utf-8"))
+    assert (manifest["package"], manifest["version"]) == (font["package"], font["version"])
+    assert manifest["count"] == len(manifest["characters"]) > 0 and manifest["fonts"]
+    for name, info in manifest["fonts"].items():
+        data = (CJK_DIR / name).read_bytes()
+        assert data[:4] == b"wOFF" and len(data) == info["bytes"], name
+        assert hashlib.sha256(data).hexdigest() == info["sha256"], name
+    assert manifest["bytes"] < 500_000, "the CJK subset should stay a small fraction of the 73 MB package"
+    # the package's own slices are never served whole
+    assert not [p for p in HTML.rglob("noto-sans-sc-*-normal.*")]
+    assert (CJK_DIR / "LICENSE").is_file()
+    stylesheet = (CJK_DIR / "cjk.css").resolve()
+    # every page but Jupyter Book's index.html, a bare <meta http-equiv="Refresh"> redirect
+    unlinked = [page.relative_to(HTML) for page, res in parsed_pages.items()
+                if stylesheet not in {local_target(page, u) for kind, u in res.loads if kind.startswith("link")}
+                and "<body" in page.read_text(encoding="utf-8")]
+    assert not unlinked, unlinked[:20]
+    # cjk.css puts its family in front of the theme's own stacks, which must still exist
+    theme = (HTML / "_static" / "styles" / "pydata-sphinx-theme.css").read_text(encoding="utf-8")
+    for var in re.findall(r"var\((--pst-[a-z-]+)\)", stylesheet.read_text(encoding="utf-8")):
+        assert f"{var}:" in theme, f"cjk.css uses {var}, which pydata-sphinx-theme no longer defines"
 
 
 def test_vendored_files_are_outside_static_paths():

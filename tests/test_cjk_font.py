@@ -1,0 +1,359 @@
+"""The book's CJK subset font (_ext/cjk_font.py) draws every CJK character of the built pages.
+
+Chromium (Debian's, driven by Playwright) runs with a fontconfig that lists only a DejaVu
+folder, checked to hold no CJK font, so a character the book's font missed would be an empty
+box. On every page with CJK, after MathJax and the widgets have rendered, each run of CJK
+characters is wrapped in its own span, and the Chrome DevTools Protocol
+(CSS.getPlatformFontsForNode) says which font drew it: it must be the book's font alone.
+Also: the distinct CJK characters in the DOM are those the extension subset (cjk-font.json),
+and the font comes from the local server (every request leaving 127.0.0.1 is blocked).
+
+Runs after the build (`make test` sets BOOK_BUILT=1); POSENC_BOOK_HTML points it at another
+built book.
+"""
+
+from __future__ import annotations
+
+import functools
+import html
+import http.server
+import importlib.util
+import json
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import threading
+from urllib.parse import urlparse
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+HTML = pathlib.Path(os.environ.get("POSENC_BOOK_HTML") or ROOT / "_build" / "html")
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+
+if not (HTML / "index.html").exists():
+    if os.environ.get("BOOK_BUILT"):
+        raise RuntimeError(f"BOOK_BUILT is set but {HTML}/index.html is missing")
+    pytest.skip("the book has not been built (run `make book`)", allow_module_level=True)
+if not pathlib.Path(CHROMIUM).exists():
+    if os.environ.get("BOOK_BUILT"):
+        raise RuntimeError(f"no chromium at {CHROMIUM}: .ci/run installs Debian's chromium")
+    pytest.skip("chromium is not installed", allow_module_level=True)
+
+sync_api = pytest.importorskip("playwright.sync_api")
+
+CJK_DIR = HTML / "_vendor" / "cjk"
+MANIFEST = json.loads((CJK_DIR / "cjk-font.json").read_text(encoding="utf-8"))
+_spec = importlib.util.spec_from_file_location("cjk_font", ROOT / "_ext" / "cjk_font.py")
+cjk_font = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(cjk_font)
+CJK_RE = cjk_font.CJK_RE  # what counts as CJK (the blocks); the scanning below is this test's own
+
+
+def pages_with_cjk() -> list[str]:
+    """Pages whose source holds a CJK character, raw, as an entity or as a JSON \\u escape."""
+    found = []
+    for page in sorted(HTML.rglob("*.html")):
+        rel = page.relative_to(HTML)
+        if "_static" in rel.parts:
+            continue
+        text = html.unescape(page.read_text(encoding="utf-8"))
+        text += "".join(chr(int(h, 16)) for h in re.findall(r"\\u([0-9a-fA-F]{4})", text))
+        if CJK_RE.search(text):
+            found.append(rel.as_posix())
+    return found
+
+
+PAGES = pages_with_cjk()
+
+
+# a fontconfig without CJK fonts --------------------------------------------------------------
+
+def dejavu_folder() -> pathlib.Path:
+    for base in ("/usr/share/fonts", "/usr/local/share/fonts"):
+        hits = sorted(pathlib.Path(base).rglob("DejaVuSans.ttf")) if pathlib.Path(base).is_dir() else []
+        if hits:
+            return hits[0].parent
+    if os.environ.get("BOOK_BUILT"):
+        raise RuntimeError("no DejaVuSans.ttf under /usr/share/fonts (Debian's fonts-dejavu-core)")
+    pytest.skip("no DejaVu fonts to build a CJK-free font configuration from")
+
+
+@pytest.fixture(scope="module")
+def fontconfig(tmp_path_factory) -> dict:
+    folder = dejavu_folder()
+    tmp = tmp_path_factory.mktemp("fontconfig")
+    conf = tmp / "fonts.conf"
+    conf.write_text(f"""<?xml version="1.0"?>
+<!DOCTYPE fontconfig SYSTEM "urn:fontconfig:fonts.dtd">
+<fontconfig>
+  <dir>{folder}</dir>
+  <cachedir>{tmp / "cache"}</cachedir>
+</fontconfig>
+""", encoding="utf-8")
+    return {"file": conf, "folder": folder, "env": {**os.environ, "FONTCONFIG_FILE": str(conf)}}
+
+
+def test_the_font_configuration_has_no_cjk_font(fontconfig):
+    """No font the browser can find holds any of the book's CJK characters (or U+4E00)."""
+    from fontTools.ttLib import TTCollection, TTFont
+
+    wanted = {ord(c) for c in MANIFEST["characters"]} | {0x4E00}
+    files = sorted(p for p in fontconfig["folder"].rglob("*") if p.suffix.lower() in {".ttf", ".otf", ".ttc"})
+    assert files, fontconfig["folder"]
+    for path in files:
+        fonts = TTCollection(path).fonts if path.suffix.lower() == ".ttc" else [TTFont(path, lazy=True)]
+        for font in fonts:
+            assert not wanted & set(font.getBestCmap() or {}), f"{path} has CJK glyphs"
+    if shutil.which("fc-list"):
+        listed = subprocess.run(["fc-list", "--format", "%{file}\n"], env=fontconfig["env"],
+                                capture_output=True, text=True, check=True).stdout.split()
+        assert listed and all(pathlib.Path(f).parent == fontconfig["folder"] for f in listed), listed[:5]
+        cjk = subprocess.run(["fc-list", ":charset=4e00"], env=fontconfig["env"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+        assert cjk == "", f"fontconfig still finds a CJK font: {cjk}"
+
+
+# browser -------------------------------------------------------------------------------------
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def server():
+    handler = functools.partial(_QuietHandler, directory=str(HTML))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+
+
+@pytest.fixture(scope="module")
+def browser(fontconfig):
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(
+            executable_path=CHROMIUM,
+            env=fontconfig["env"],
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                  "--disable-sync", "--no-first-run", "--disable-quic"],
+        )
+        yield b
+        b.close()
+
+
+# Wrap every run of CJK characters outside math, scripts and form controls in
+# <span data-cjk-run>; returns the runs with some surrounding text.
+WRAP = """(re) => {
+  const skip = new Set(['SCRIPT', 'STYLE', 'NOSCRIPT', 'TEXTAREA', 'TITLE', 'OPTION', 'SELECT', 'MJX-CONTAINER', 'svg']);
+  const cjk = new RegExp(re, 'gu');
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT, {acceptNode(node) {
+    for (let e = node.parentElement; e; e = e.parentElement) {
+      if (skip.has(e.tagName) || skip.has(e.nodeName) || e.hasAttribute('data-cjk-run')) return NodeFilter.FILTER_REJECT;
+    }
+    cjk.lastIndex = 0;
+    return cjk.test(node.data) ? NodeFilter.FILTER_ACCEPT : NodeFilter.FILTER_REJECT;
+  }});
+  const nodes = [];
+  while (walker.nextNode()) nodes.push(walker.currentNode);
+  for (const node of nodes) {
+    const parts = node.data.split(new RegExp('(' + re + '+)', 'u'));
+    const frag = document.createDocumentFragment();
+    for (const part of parts) {
+      if (!part) continue;
+      cjk.lastIndex = 0;
+      if (cjk.test(part)) {
+        const span = document.createElement('span');
+        span.setAttribute('data-cjk-run', '');
+        span.textContent = part;
+        frag.appendChild(span);
+      } else frag.appendChild(document.createTextNode(part));
+    }
+    node.replaceWith(frag);
+  }
+  return [...document.querySelectorAll('span[data-cjk-run]')].map(s => {
+    const around = (s.parentElement.closest('p,li,dt,dd,td,th,h1,h2,h3,h4,h5,h6,pre,a,div') || s.parentElement).textContent;
+    const i = around.indexOf(s.textContent);
+    return {text: s.textContent, context: around.slice(Math.max(0, i - 40), i + s.textContent.length + 40).replace(/\\s+/g, ' '),
+            weight: getComputedStyle(s).fontWeight};
+  });
+}"""
+
+# Every CJK character in the DOM: text nodes (all of them), attribute values, and the strings
+# of saved widget state.
+DOM_CHARS = """(re) => {
+  const cjk = new RegExp(re, 'gu');
+  const found = new Set();
+  const add = (s) => { for (const m of (s || '').matchAll(cjk)) found.add(m[0]); };
+  const walker = document.createTreeWalker(document, NodeFilter.SHOW_TEXT);
+  while (walker.nextNode()) add(walker.currentNode.data);
+  for (const e of document.querySelectorAll('*')) for (const a of e.attributes) add(a.value);
+  const walk = (v) => { if (typeof v === 'string') add(v);
+    else if (v && typeof v === 'object') for (const [k, x] of Object.entries(v)) { add(k); walk(x); } };
+  for (const s of document.querySelectorAll('script[type="application/vnd.jupyter.widget-state+json"]'))
+    walk(JSON.parse(s.textContent));
+  return [...found];
+}"""
+
+
+class CJKVisit:
+    """One page in the CJK-free browser: rendered, CJK runs wrapped, fonts asked for."""
+
+    def __init__(self, browser, server: str, path: str):
+        self.context = browser.new_context(viewport={"width": 1280, "height": 900})
+        self.external: list[str] = []
+        self.fonts: list[tuple[str, int]] = []  # (url, status) of the book's font requests
+        origin = urlparse(server).netloc
+
+        def route(r):
+            if urlparse(r.request.url).netloc == origin:
+                r.continue_()
+            else:
+                self.external.append(r.request.url)
+                r.abort()
+
+        self.context.route("**/*", route)
+        self.page = self.context.new_page()
+        self.page.on("response", lambda r: "/_vendor/cjk/" in r.url and r.url.endswith(".woff")
+                     and self.fonts.append((r.url, r.status)))
+        self.page.goto(f"{server}/{path}", wait_until="networkidle")
+        page = self.page
+        if page.evaluate("() => !!(window.MathJax && MathJax.startup && MathJax.startup.promise)"):
+            page.evaluate("() => MathJax.startup.promise")
+        if page.locator('script[type="application/vnd.jupyter.widget-state+json"]').count():
+            page.wait_for_selector(".jupyter-widgets:not(script)", state="attached", timeout=30000)
+            page.wait_for_load_state("networkidle")
+            page.evaluate("() => window.MathJax && MathJax.startup ? MathJax.startup.promise : null")
+        self.runs = page.evaluate(WRAP, CJK_RE.pattern)
+        page.evaluate("() => document.fonts.ready.then(() => null)")
+        page.wait_for_load_state("networkidle")
+        page.evaluate("() => document.fonts.ready.then(() => null)")
+        self.dom_chars = set(page.evaluate(DOM_CHARS, CJK_RE.pattern))
+
+    def platform_fonts(self) -> list[list[dict]]:
+        """The fonts that drew each wrapped span, in document order (CDP)."""
+        cdp = self.context.new_cdp_session(self.page)
+        cdp.send("DOM.enable")
+        cdp.send("CSS.enable")
+        root = cdp.send("DOM.getDocument", {"depth": 0})["root"]["nodeId"]
+        ids = cdp.send("DOM.querySelectorAll", {"nodeId": root, "selector": "span[data-cjk-run]"})["nodeIds"]
+        assert len(ids) == len(self.runs)
+        return [cdp.send("CSS.getPlatformFontsForNode", {"nodeId": i})["fonts"] for i in ids]
+
+    def close(self):
+        self.context.close()
+
+
+@pytest.fixture(scope="module")
+def visits(browser, server):
+    """page -> (runs, fonts per run, DOM characters, font requests, external requests)."""
+    out = {}
+    for path in PAGES:
+        v = CJKVisit(browser, server, path)
+        try:
+            out[path] = (v.runs, v.platform_fonts(), v.dom_chars, v.fonts, v.external)
+        finally:
+            v.close()
+    return out
+
+
+def test_pages_with_cjk_were_found():
+    assert len(PAGES) >= 3 and MANIFEST["count"] >= 50, (PAGES, MANIFEST["count"])
+    assert sorted(PAGES) == sorted(MANIFEST["pages"])
+
+
+@pytest.fixture(scope="module")
+def served_glyphs() -> dict[str, set[str]]:
+    """PostScript name of each served subset -> the characters it has a (non-empty) glyph for.
+
+    CDP names the font that drew a run, but when no font has a character Chromium draws the
+    missing-glyph box with the first font of the stack, the book's own: a run counts as drawn
+    only if that font also has a real glyph for each of its characters."""
+    from fontTools.pens.recordingPen import RecordingPen
+    from fontTools.ttLib import TTFont
+
+    out = {}
+    for name in MANIFEST["fonts"]:
+        font = TTFont(CJK_DIR / name)
+        glyphs = font.getGlyphSet()
+        has = set()
+        for cp, glyph in font.getBestCmap().items():
+            pen = RecordingPen()
+            glyphs[glyph].draw(pen)
+            if pen.value:
+                has.add(chr(cp))
+        out[font["name"].getDebugName(6)] = has
+    return out
+
+
+def test_every_cjk_character_is_drawn_by_the_books_font(visits, served_glyphs):
+    family = MANIFEST["font_family"]
+    wrong, drawn, hidden = [], set(), []
+    for path, (runs, fonts, _, _, _) in visits.items():
+        for run, used in zip(runs, fonts):
+            if not used:  # not rendered (collapsed, display: none): nothing is drawn
+                hidden.append(f"{path}: {run['text']!r} in {run['context']!r}")
+                continue
+            ours = [f for f in used if f["isCustomFont"] and f["familyName"] == family]
+            others = [f"{f['familyName']} ({'web font' if f['isCustomFont'] else 'system'}, {f['glyphCount']} glyphs)"
+                      for f in used if f not in ours]
+            boxes = sorted({ch for f in ours for ch in run["text"]
+                            if ch not in served_glyphs.get(f["postScriptName"], set())})
+            if others or boxes or sum(f["glyphCount"] for f in ours) != len(run["text"]):
+                why = f"drawn by {others}" if others else (f"no glyph for {''.join(boxes)} in {ours}" if boxes
+                                                            else f"glyph count {ours}")
+                wrong.append(f"{path}: {run['text']!r} (weight {run['weight']}) {why} in {run['context']!r}")
+            else:
+                drawn.update(run["text"])
+    assert not wrong, f"{len(wrong)} CJK runs not drawn by {family} alone:\n" + "\n".join(wrong)
+    # every character is proven drawn at least once; the only runs not checked are not rendered
+    not_drawn = sorted(set(MANIFEST["characters"]) - drawn)
+    assert not not_drawn, (f"never drawn by the book's font: {''.join(not_drawn)}; runs not rendered:\n"
+                           + "\n".join(hidden))
+    print(f"\n{sum(len(r) for r, *_ in visits.values())} CJK runs on {len(visits)} pages, "
+          f"{len(drawn)} characters drawn by {family} (web font); {len(hidden)} runs not rendered")
+
+
+def test_the_dom_has_exactly_the_characters_the_font_was_made_for(visits):
+    dom = set().union(*(chars for _, _, chars, _, _ in visits.values()))
+    subset = set(MANIFEST["characters"])
+    assert len(dom) == MANIFEST["count"] == len(subset), (len(dom), MANIFEST["count"])
+    assert dom == subset, f"in the DOM only: {''.join(sorted(dom - subset))}; subset only: {''.join(sorted(subset - dom))}"
+
+
+def test_the_font_is_served_locally(visits, server):
+    requested = set()
+    for path, (_, _, _, fonts, external) in visits.items():
+        assert external == [], f"{path}: requests that left the machine: {external[:5]}"
+        for url, status in fonts:
+            assert url.startswith(f"{server}/_vendor/cjk/") and status == 200, (path, url, status)
+            requested.add(url.rsplit("/", 1)[1])
+    assert "noto-sans-sc-subset-400.woff" in requested, requested
+    assert requested <= set(MANIFEST["fonts"]), requested
+
+
+def test_without_the_books_font_cjk_has_no_font(browser, server):
+    """The control: in this browser, CJK in a system font stack is drawn by no custom font and
+    by no font holding it (an empty box), so the test above does prove the book's font."""
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        page.route("**/*", lambda r: r.abort() if urlparse(r.request.url).netloc != urlparse(server).netloc
+                   else r.continue_())
+        page.goto(f"{server}/genindex.html", wait_until="networkidle")
+        page.evaluate("""(text) => { const s = document.createElement('span'); s.id = 'control';
+            s.style.fontFamily = 'sans-serif'; s.textContent = text; document.body.prepend(s); }""",
+                      MANIFEST["characters"][:20])
+        cdp = context.new_cdp_session(page)
+        cdp.send("DOM.enable")
+        cdp.send("CSS.enable")
+        root = cdp.send("DOM.getDocument", {"depth": 0})["root"]["nodeId"]
+        node = cdp.send("DOM.querySelector", {"nodeId": root, "selector": "#control"})["nodeId"]
+        fonts = cdp.send("CSS.getPlatformFontsForNode", {"nodeId": node})["fonts"]
+    finally:
+        context.close()
+    assert fonts and not any(f["isCustomFont"] for f in fonts), fonts
+    assert all("DejaVu" in f["familyName"] for f in fonts), fonts

@@ -11,7 +11,8 @@ JB := $(VENV)/bin/jupyter-book
 .PHONY: book vendor chromium test unit bench bench-widgets bench-quick lab clean study
 
 # Tests that need the built book (and, for the browser tests, Debian's chromium).
-POSTBUILD := tests/test_built_book.py tests/test_offline.py tests/test_browser.py
+POSTBUILD := tests/test_built_book.py tests/test_offline.py tests/test_browser.py tests/test_layout.py \
+	tests/test_cjk_font.py
 IGNORE_POSTBUILD := $(foreach t,$(POSTBUILD),--ignore=$(t))
 
 # The reader environment: requirements.txt, the checkpoint package (its declared
@@ -55,10 +56,11 @@ chromium:
 	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
-unit: $(VENV)/.test-ok
+# vendor: the font tests subset the cached font tarball.
+unit: $(VENV)/.test-ok vendor
 	$(PY) -m pytest $(IGNORE_POSTBUILD)
 
-test: $(VENV)/.test-ok chromium
+test: $(VENV)/.test-ok chromium vendor
 	$(PY) -m pytest $(IGNORE_POSTBUILD)
 	$(MAKE) --no-print-directory book
 	BOOK_BUILT=1 $(PY) -m pytest $(POSTBUILD) -s

@@ -9,23 +9,19 @@ figure shown; the launch buttons point at the configured repository and notebook
 
 from __future__ import annotations
 
-import functools
-import http.server
 import os
 import pathlib
 import re
-import shutil
-import threading
 from urllib.parse import urlparse
 
 import pytest
 import yaml
+from browser_support import CHROMIUM, block_external, browser, server  # noqa: F401 (fixtures)
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 HTML = ROOT / "_build" / "html"
 CHAPTERS = sorted(p.stem for p in (ROOT / "chapters").glob("*.ipynb"))
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
 if not (HTML / "index.html").exists():
     if os.environ.get("BOOK_BUILT"):
@@ -39,51 +35,14 @@ if not pathlib.Path(CHROMIUM).exists():
 sync_api = pytest.importorskip("playwright.sync_api")
 
 
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):  # keep test output readable
-        pass
-
-
-@pytest.fixture(scope="module")
-def server():
-    handler = functools.partial(_QuietHandler, directory=str(HTML))
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(
-            executable_path=CHROMIUM,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                  "--disable-sync", "--no-first-run", "--disable-quic"],
-        )
-        yield b
-        b.close()
-
-
 class Visit:
     """One page load with every request outside the test server blocked and recorded."""
 
     def __init__(self, browser, server: str, path: str):
         self.context = browser.new_context(viewport={"width": 1280, "height": 900})
-        self.external: list[str] = []
+        self.external: list[str] = block_external(self.context, server)
         self.failed: list[str] = []
         self.console_errors: list[str] = []
-        origin = urlparse(server).netloc
-
-        def route(r):
-            if urlparse(r.request.url).netloc == origin:
-                r.continue_()
-            else:
-                self.external.append(r.request.url)
-                r.abort()
-
-        self.context.route("**/*", route)
         self.page = self.context.new_page()
         self.page.on("console", lambda m: m.type == "error" and self.console_errors.append(m.text))
         self.page.on("pageerror", lambda e: self.console_errors.append(str(e)))

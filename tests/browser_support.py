@@ -1,0 +1,79 @@
+"""Shared pieces of the browser tests (tests/test_browser.py, tests/test_layout.py): the built
+book served on 127.0.0.1, Debian's chromium driven by Playwright, and a context in which every
+request that leaves the machine is blocked and recorded.
+
+The `server` fixture serves the test module's own `HTML` folder, so each module decides which
+build it reads.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import pathlib
+import shutil
+import threading
+from urllib.parse import urlparse
+
+import pytest
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+# Debian's chromium, never Playwright's own download; nothing that phones home.
+LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+               "--disable-sync", "--no-first-run", "--disable-quic"]
+
+
+def require_book_and_chromium(html: pathlib.Path) -> None:
+    """Skip the calling test module when the book is not built or chromium is missing; with
+    BOOK_BUILT set (`make test`) either one is an error instead. Call at module level."""
+    if not (html / "index.html").exists():
+        if os.environ.get("BOOK_BUILT"):
+            raise RuntimeError(f"BOOK_BUILT is set but {html / 'index.html'} is missing")
+        pytest.skip("the book has not been built (run `make book`)", allow_module_level=True)
+    if not pathlib.Path(CHROMIUM).exists():
+        if os.environ.get("BOOK_BUILT"):
+            raise RuntimeError(f"no chromium at {CHROMIUM}: .ci/run installs Debian's chromium")
+        pytest.skip("chromium is not installed", allow_module_level=True)
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):  # keep test output readable
+        pass
+
+
+@pytest.fixture(scope="module")
+def server(request):
+    """The requesting module's `HTML` folder on 127.0.0.1 (a free port); yields the base URL."""
+    handler = functools.partial(_QuietHandler, directory=str(request.module.HTML))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
+        yield b
+        b.close()
+
+
+def block_external(context, server: str) -> list[str]:
+    """Let `context` reach only the test server; every other request is aborted and its URL
+    appended to the returned list."""
+    external: list[str] = []
+    origin = urlparse(server).netloc
+
+    def route(r):
+        if urlparse(r.request.url).netloc == origin:
+            r.continue_()
+        else:
+            external.append(r.request.url)
+            r.abort()
+
+    context.route("**/*", route)
+    return external

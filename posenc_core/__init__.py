@@ -6,6 +6,7 @@ separate modules that import these, never the reverse. ``posenc_core.exercises``
 checkers the chapters' exercises call.
 """
 
+from ._numerics import warm_up_trigonometry as _warm_up_trigonometry
 from .alibi import alibi_bias, alibi_key_bias, alibi_slopes
 from .analysis import (
     cosine_similarity_matrix,
@@ -55,6 +56,8 @@ from .sinusoidal import (
 )
 
 __version__ = "0.1.0"
+
+_warm_up_trigonometry()  # the first parallel sin/cos call can be inexact: see its docstring
 
 __all__ = [
     "MINILM_REPO",

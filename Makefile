@@ -11,9 +11,10 @@ JB := $(VENV)/bin/jupyter-book
 .PHONY: book vendor chromium test unit bench bench-widgets bench-quick lab clean study
 
 # Tests that need the built book (and, for the browser tests, Debian's chromium).
-POSTBUILD := tests/test_built_book.py tests/test_offline.py tests/test_browser.py tests/test_layout.py \
-	tests/test_cjk_font.py
-IGNORE_POSTBUILD := $(foreach t,$(POSTBUILD),--ignore=$(t))
+# tests/core and tests/book run before the build; tests/built checks the built book (and
+# drives Debian's chromium for the browser tests).
+BEFORE_BUILD := tests/core tests/book
+POSTBUILD := tests/built
 
 # The reader environment: requirements.txt, the checkpoint package (its declared
 # dependencies are not needed and would pull another torch), and posenc_core itself.
@@ -58,10 +59,10 @@ chromium:
 
 # vendor: the font tests subset the cached font tarball.
 unit: $(VENV)/.test-ok vendor
-	$(PY) -m pytest $(IGNORE_POSTBUILD)
+	$(PY) -m pytest $(BEFORE_BUILD)
 
 test: $(VENV)/.test-ok chromium vendor
-	$(PY) -m pytest $(IGNORE_POSTBUILD)
+	$(PY) -m pytest $(BEFORE_BUILD)
 	$(MAKE) --no-print-directory book
 	BOOK_BUILT=1 $(PY) -m pytest $(POSTBUILD) -s
 
@@ -81,6 +82,6 @@ clean:
 	rm -rf $(VENV) _build _vendor/site .pytest_cache .hypothesis
 
 # Chapter 5's study (all schemes, tasks and seeds; about 2 minutes on 2 CPU cores). Rerun it
-# whenever posenc_core/experiments.py or a module it hashes changes: a test checks the file.
+# whenever posenc_core/book/study.py or a module it hashes changes: a test checks the file.
 study: $(VENV)/.reader-ok
-	$(PY) -m posenc_core.experiments --out chapters/data/learned_vs_fixed.json
+	$(PY) -m posenc_core.book.study --out chapters/data/learned_vs_fixed.json

@@ -1,4 +1,4 @@
-"""Update latency of the live explorers in posenc_core.widgets (a script, not a test).
+"""Update latency of the live explorers in posenc_core.book.widgets (a script, not a test).
 
 For every explorer in live mode, at its default sizes, and for each of its controls: move
 that control through ``--updates`` values spread over its range (the other controls stay at
@@ -35,7 +35,7 @@ matplotlib.use("Agg")
 
 import ipywidgets  # noqa: E402
 
-from posenc_core import widgets  # noqa: E402
+from posenc_core.book import widgets  # noqa: E402
 
 TARGET_MS = 50.0
 EXPLORERS = (

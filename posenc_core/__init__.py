@@ -22,16 +22,6 @@ from .analysis import (
     sinusoidal_similarity,
 )
 from .attention import MultiHeadSelfAttention, attention, self_attention
-from .checkpoints import (
-    MINILM_REPO,
-    MINILM_REVISION,
-    MINILM_SHA256,
-    MiniLMEmbeddings,
-    load_minilm_embeddings,
-    lookup_tokens,
-    minilm_files,
-    verify_sha256,
-)
 from .learned import LearnedPositionalEmbedding
 from .rope import (
     RotaryEmbedding,
@@ -60,14 +50,6 @@ __version__ = "0.1.0"
 _warm_up_trigonometry()  # the first parallel sin/cos call can be inexact: see its docstring
 
 __all__ = [
-    "MINILM_REPO",
-    "MINILM_REVISION",
-    "MINILM_SHA256",
-    "MiniLMEmbeddings",
-    "load_minilm_embeddings",
-    "lookup_tokens",
-    "minilm_files",
-    "verify_sha256",
     "LearnedPositionalEmbedding",
     "MultiHeadSelfAttention",
     "RotaryEmbedding",

@@ -57,7 +57,7 @@ def real_number(name: str, value: object) -> float:
     return value
 
 
-def base_value(value: object, name: str = "base") -> float:
+def base_value(name: str, value: object) -> float:
     """Return a frequency base as a float, requiring a finite number greater than 1."""
     value = real_number(name, value)
     if value <= 1.0:

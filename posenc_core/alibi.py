@@ -14,7 +14,7 @@ import math
 
 import torch
 
-from . import _validation as v
+from . import _validation as check
 from ._numerics import round_once
 
 
@@ -43,9 +43,9 @@ def alibi_slopes(
         the slopes of the power of two c are followed by the interleaved ones, which are larger
         than the last of the first c.
     """
-    n_heads = v.positive_int("n_heads", n_heads)
-    dtype = v.float_dtype("dtype", dtype)
-    device = v.device_value("device", device)
+    n_heads = check.positive_int("n_heads", n_heads)
+    dtype = check.float_dtype("dtype", dtype)
+    device = check.device_value("device", device)
     closest = 2 ** int(math.floor(math.log2(n_heads)))
     exponents = _power_of_two_exponents(closest)
     if closest != n_heads:
@@ -84,14 +84,14 @@ def alibi_bias(
     Returns:
         tensor of shape ``(n_heads, q_len, k_len)``, added to scores before the softmax.
     """
-    n_heads = v.positive_int("n_heads", n_heads)
-    q_len = v.positive_int("q_len", q_len)
-    k_len = v.positive_int("k_len", k_len)
+    n_heads = check.positive_int("n_heads", n_heads)
+    q_len = check.positive_int("q_len", q_len)
+    k_len = check.positive_int("k_len", k_len)
     if q_len > k_len:
         raise ValueError(f"q_len must be <= k_len (queries are the last q_len keys), got q_len={q_len}, k_len={k_len}")
-    causal = v.boolean("causal", causal)
-    dtype = v.float_dtype("dtype", dtype)
-    device = v.device_value("device", device)
+    causal = check.boolean("causal", causal)
+    dtype = check.float_dtype("dtype", dtype)
+    device = check.device_value("device", device)
     slopes = alibi_slopes(n_heads, dtype=torch.float64, device=device)  # (h,)
     i = torch.arange(k_len - q_len, k_len, dtype=torch.float64, device=device)  # (q,)
     j = torch.arange(k_len, dtype=torch.float64, device=device)  # (k,)
@@ -125,10 +125,10 @@ def alibi_key_bias(
         tensor of shape ``(n_heads, 1, k_len)``: entry (h, 0, j) is ``m_h * j``; it broadcasts
         over the query dimension.
     """
-    n_heads = v.positive_int("n_heads", n_heads)
-    k_len = v.positive_int("k_len", k_len)
-    dtype = v.float_dtype("dtype", dtype)
-    device = v.device_value("device", device)
+    n_heads = check.positive_int("n_heads", n_heads)
+    k_len = check.positive_int("k_len", k_len)
+    dtype = check.float_dtype("dtype", dtype)
+    device = check.device_value("device", device)
     slopes = alibi_slopes(n_heads, dtype=torch.float64, device=device)  # (h,)
     j = torch.arange(k_len, dtype=torch.float64, device=device)  # (k,)
     return round_once(slopes[:, None, None] * j[None, None, :], dtype)  # (h, 1, k)

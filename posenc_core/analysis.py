@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from . import _validation as v
+from . import _validation as check
 from .rope import rope_angles
 from .sinusoidal import frequencies
 
@@ -48,23 +48,23 @@ def cosine_similarity_matrix(table: torch.Tensor) -> torch.Tensor:
 
 def _check_table(table: torch.Tensor, min_rows: int = 0) -> None:
     """A finite floating ``(n, d)`` table with d >= 1 and n >= min_rows."""
-    v.tensor("table", table, min_dim=2, floating=True)
+    check.tensor("table", table, min_dim=2, floating=True)
     if table.dim() != 2 or table.shape[1] < 1 or table.shape[0] < min_rows:
         rows = f"n >= {min_rows} and " if min_rows else ""
         raise ValueError(f"table must have shape (n, d) with {rows}d >= 1, got shape {tuple(table.shape)}")
-    v.finite("table", table)
+    check.finite("table", table)
 
 
 def _check_curve(curve: torch.Tensor) -> torch.Tensor:
     """A finite 1-D real (integer or floating) tensor, returned as float64."""
-    v.tensor("curve", curve, min_dim=1)
+    check.tensor("curve", curve, min_dim=1)
     if curve.dtype == torch.bool or curve.is_complex():
         raise TypeError(f"curve must be a real (integer or floating-point) tensor, got dtype {curve.dtype}")
     if curve.dim() != 1:
         raise ValueError(
             f"curve must be 1-D (one value per offset k = 0, 1, ...), got shape {tuple(curve.shape)}"
         )
-    v.finite("curve", curve)
+    check.finite("curve", curve)
     return curve.detach().to(torch.float64)
 
 
@@ -84,7 +84,7 @@ def similarity_by_offset(table: torch.Tensor, max_offset: int | None = None) -> 
     _check_table(table, min_rows=1)
     sim = cosine_similarity_matrix(table)  # (n, n)
     n = sim.shape[0]
-    max_offset = n - 1 if max_offset is None else v.non_negative_int("max_offset", max_offset)
+    max_offset = n - 1 if max_offset is None else check.non_negative_int("max_offset", max_offset)
     if max_offset >= n:
         raise ValueError(f"max_offset must be < the number of rows n={n}, got {max_offset}")
     return torch.stack([torch.diagonal(sim, offset=k).mean() for k in range(max_offset + 1)])
@@ -110,7 +110,7 @@ def sinusoidal_similarity(
     Returns:
         float64 tensor of shape ``K``.
     """
-    k = v.as_positions("offsets", offsets)
+    k = check.as_positions("offsets", offsets)
     omega = frequencies(d_model, base=base).to(k.device)  # (d/2,)
     return torch.cos(k.unsqueeze(-1) * omega).mean(-1)
 
@@ -197,9 +197,9 @@ def count_pairs(
         (omega_i L < frozen_angle) and ``partial`` (the rest). An angle exactly on a
         threshold falls on the side its float64 value gives.
     """
-    head_or_model_dim = v.even_int("head_or_model_dim", head_or_model_dim)
-    length = v.positive_int("length", length)
-    frozen_angle = v.real_number("frozen_angle", frozen_angle)
+    head_or_model_dim = check.even_int("head_or_model_dim", head_or_model_dim)
+    length = check.positive_int("length", length)
+    frozen_angle = check.real_number("frozen_angle", frozen_angle)
     if not 0 < frozen_angle < 2 * math.pi:
         raise ValueError(f"frozen_angle must be in (0, 2*pi), got {frozen_angle}")
     angle = frequencies(head_or_model_dim, base=base) * length  # (d/2,)
@@ -268,18 +268,18 @@ def rope_score_vs_distance(
     Returns:
         float64 tensor of shape ``K``.
     """
-    dist = v.as_positions("distances", distances)  # K, float64
-    d = v.even_int("head_dim", head_dim)
+    dist = check.as_positions("distances", distances)  # K, float64
+    d = check.even_int("head_dim", head_dim)
     angles = rope_angles(dist, d, base=base, scaling=scaling)  # K + (d/2,)
     if q is None and k is None:
         return torch.cos(angles).mean(-1)
     q = torch.ones(d, dtype=torch.float64) if q is None else q
     k = torch.ones(d, dtype=torch.float64) if k is None else k
     for name, t in (("q", q), ("k", k)):
-        v.tensor(name, t, min_dim=1, floating=True)
+        check.tensor(name, t, min_dim=1, floating=True)
         if t.shape != (d,):
             raise ValueError(f"{name} must have shape (head_dim,) = ({d},), got {tuple(t.shape)}")
-        v.finite(name, t)
+        check.finite(name, t)
     q2 = q.detach().to(torch.float64).reshape(d // 2, 2).to(angles.device)
     k2 = k.detach().to(torch.float64).reshape(d // 2, 2).to(angles.device)
     # <q_i, R(a) k_i> = cos(a)(q0 k0 + q1 k1) + sin(a)(q0 (-k1) + q1 k0)
@@ -306,8 +306,8 @@ def rope_decay_bound(
     Returns:
         float64 tensor of shape ``K`` (the shape of ``distances``); d/4 + 1/2 at distance 0.
     """
-    dist = v.as_positions("distances", distances)  # K, float64
-    head_dim = v.even_int("head_dim", head_dim)
+    dist = check.as_positions("distances", distances)  # K, float64
+    head_dim = check.even_int("head_dim", head_dim)
     angles = rope_angles(dist, head_dim, base=base)  # K + (d/2,)
     partial = torch.cumsum(torch.polar(torch.ones_like(angles), angles), dim=-1)  # S_1 .. S_{d/2}
     return partial.abs().mean(-1)
@@ -335,7 +335,7 @@ def score_decomposition(
         ``position_content``, ``position_position`` and their sum ``total``.
     """
     for name, t in (("content", content), ("position", position), ("w_q", w_q), ("w_k", w_k)):
-        v.tensor(name, t, min_dim=2, floating=True)
+        check.tensor(name, t, min_dim=2, floating=True)
         if t.dim() != 2:
             raise ValueError(f"{name} must be 2-D, got shape {tuple(t.shape)}")
     if content.shape != position.shape:
@@ -346,7 +346,7 @@ def score_decomposition(
             f"{tuple(w_q.shape)} and {tuple(w_k.shape)}"
         )
     for name, t in (("content", content), ("position", position), ("w_q", w_q), ("w_k", w_k)):
-        v.finite(name, t)
+        check.finite(name, t)
     e, p = content.detach().double(), position.detach().double()
     a = w_q.detach().double() @ w_k.detach().double().T / math.sqrt(w_q.shape[1])  # (d, d)
     terms = {

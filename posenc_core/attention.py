@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from . import _validation as v
+from . import _validation as check
 from .alibi import alibi_bias
 from .rope import RotaryEmbedding
 
@@ -61,7 +61,7 @@ def _check_bias(bias: object, scores_shape: tuple[int, ...], like: torch.Tensor)
             "bias is added to the scores, so it must be a floating-point tensor, got dtype torch.bool; "
             "for a boolean keep-mask m pass torch.zeros(m.shape).masked_fill(~m, float('-inf'))"
         )
-    v.tensor("bias", bias, floating=True)
+    check.tensor("bias", bias, floating=True)
     if _broadcast(_shape(bias), scores_shape) != scores_shape:
         raise ValueError(
             f"bias of shape {_shape(bias)} must broadcast to the scores (..., s_q, s_k) = {scores_shape} "
@@ -84,7 +84,7 @@ def _combined_mask(bias: torch.Tensor | None, q_len: int, k_len: int, causal: bo
 def attention(
     q: torch.Tensor,
     k: torch.Tensor,
-    v_: torch.Tensor,
+    v: torch.Tensor,
     *,
     causal: bool = False,
     bias: torch.Tensor | None = None,
@@ -95,7 +95,7 @@ def attention(
     Args:
         q: ``(..., s_q, d_h)``, floating point, d_h >= 1.
         k: ``(..., s_k, d_h)``, s_k >= 1 (unless s_q = 0).
-        v_: ``(..., s_k, d_v)``. The leading dimensions ``...`` of q, k and v are equal or
+        v: ``(..., s_k, d_v)``. The leading dimensions ``...`` of q, k and v are equal or
             broadcast against each other (e.g. k and v ``(b, 1, s_k, d_h)`` shared by all heads);
             ``...`` below is their broadcast shape. q, k and v share one dtype (unless autocast
             is on) and one device.
@@ -117,29 +117,29 @@ def attention(
             does not broadcast to the scores, tensors on different devices, or causal with
             s_q > s_k.
     """
-    for name, t in (("q", q), ("k", k), ("v", v_)):
-        v.tensor(name, t, min_dim=2, floating=True)
-    causal = v.boolean("causal", causal)
-    return_weights = v.boolean("return_weights", return_weights)
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        check.tensor(name, t, min_dim=2, floating=True)
+    causal = check.boolean("causal", causal)
+    return_weights = check.boolean("return_weights", return_weights)
 
     def shapes() -> str:  # for the messages below; built only when one is raised
-        return f"q {_shape(q)}, k {_shape(k)}, v {_shape(v_)}"
+        return f"q {_shape(q)}, k {_shape(k)}, v {_shape(v)}"
 
     if q.shape[-1] != k.shape[-1]:
         raise ValueError(f"q and k must have the same last dimension d_h, got {shapes()}")
     if q.shape[-1] == 0:
         raise ValueError(f"q and k must have a last dimension d_h >= 1, got {shapes()}")
-    if k.shape[-2] != v_.shape[-2]:
+    if k.shape[-2] != v.shape[-2]:
         raise ValueError(f"k and v must have the same sequence length (number of keys s_k), got {shapes()}")
     if k.shape[-2] == 0 and q.shape[-2] > 0:
         raise ValueError(f"k and v must hold at least one key (softmax over no keys is undefined), got {shapes()}")
-    batch = _broadcast(_shape(q)[:-2], _shape(k)[:-2], _shape(v_)[:-2])
+    batch = _broadcast(_shape(q)[:-2], _shape(k)[:-2], _shape(v)[:-2])
     if batch is None:
         raise ValueError(f"the leading (batch/head) dimensions of q, k and v must be equal or broadcastable, got {shapes()}")
-    if not (q.dtype == k.dtype == v_.dtype) and not _autocast_on(q):
-        raise TypeError(f"q, k and v must have the same dtype, got q {q.dtype}, k {k.dtype}, v {v_.dtype}")
-    if not (q.device == k.device == v_.device):
-        raise ValueError(f"q, k and v must be on the same device, got q {q.device}, k {k.device}, v {v_.device}")
+    if not (q.dtype == k.dtype == v.dtype) and not _autocast_on(q):
+        raise TypeError(f"q, k and v must have the same dtype, got q {q.dtype}, k {k.dtype}, v {v.dtype}")
+    if not (q.device == k.device == v.device):
+        raise ValueError(f"q, k and v must be on the same device, got q {q.device}, k {k.device}, v {v.device}")
     s_q, s_k = q.shape[-2], k.shape[-2]
     if causal and s_q > s_k:
         raise ValueError(f"with causal=True, q may not be longer than k, got s_q={s_q}, s_k={s_k}")
@@ -149,14 +149,14 @@ def attention(
             bias = bias.reshape((1,) * (2 - bias.dim()) + _shape(bias))
     if not return_weights:
         if bias is None and (not causal or s_q == s_k):
-            return F.scaled_dot_product_attention(q, k, v_, is_causal=causal)
-        return F.scaled_dot_product_attention(q, k, v_, attn_mask=_combined_mask(bias, s_q, s_k, causal, q))
+            return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=_combined_mask(bias, s_q, s_k, causal, q))
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (..., s_q, s_k)
     mask = _combined_mask(bias, s_q, s_k, causal, q)
     if mask is not None:
         scores = scores + mask
     weights = torch.softmax(scores, dim=-1)  # (..., s_q, s_k)
-    return weights @ v_, weights
+    return weights @ v, weights
 
 
 def self_attention(
@@ -180,9 +180,9 @@ def self_attention(
     Returns:
         ``(..., s, d_v)`` (and weights ``(..., s, s)`` if requested).
     """
-    v.tensor("x", x, min_dim=2, floating=True)
+    check.tensor("x", x, min_dim=2, floating=True)
     for name, w in (("w_q", w_q), ("w_k", w_k), ("w_v", w_v)):
-        v.tensor(name, w, min_dim=2, floating=True)
+        check.tensor(name, w, min_dim=2, floating=True)
         if w.dim() != 2 or w.shape[0] != x.shape[-1]:
             raise ValueError(f"{name} must have shape (d_model={x.shape[-1]}, d_head), got {tuple(w.shape)}")
         if w.dtype != x.dtype and not _autocast_on(x):
@@ -217,8 +217,8 @@ class MultiHeadSelfAttention(nn.Module):
         bias: bool = True,
     ) -> None:
         super().__init__()
-        self.d_model = v.positive_int("d_model", d_model)
-        self.n_heads = v.positive_int("n_heads", n_heads)
+        self.d_model = check.positive_int("d_model", d_model)
+        self.n_heads = check.positive_int("n_heads", n_heads)
         if d_model % n_heads:
             raise ValueError(f"n_heads={n_heads} must divide d_model={d_model}")
         self.head_dim = d_model // n_heads
@@ -228,8 +228,8 @@ class MultiHeadSelfAttention(nn.Module):
             if rope.head_dim != self.head_dim:
                 raise ValueError(f"rope.head_dim={rope.head_dim} must equal d_model // n_heads = {self.head_dim}")
         self.rope = rope
-        self.alibi = v.boolean("alibi", alibi)
-        bias = v.boolean("bias", bias)
+        self.alibi = check.boolean("alibi", alibi)
+        bias = check.boolean("bias", bias)
         self.qkv = nn.Linear(d_model, 3 * d_model, bias=bias)
         self.out = nn.Linear(d_model, d_model, bias=bias)
 
@@ -256,11 +256,11 @@ class MultiHeadSelfAttention(nn.Module):
         Returns:
             ``(b, s, d)`` (and the weights if requested).
         """
-        v.tensor("x", x, min_dim=3, floating=True)
+        check.tensor("x", x, min_dim=3, floating=True)
         if x.dim() != 3 or x.shape[-1] != self.d_model:
             raise ValueError(f"x must have shape (b, s, d_model={self.d_model}), got {tuple(x.shape)}")
-        causal = v.boolean("causal", causal)
-        return_weights = v.boolean("return_weights", return_weights)
+        causal = check.boolean("causal", causal)
+        return_weights = check.boolean("return_weights", return_weights)
         w = self.qkv.weight
         if x.dtype != w.dtype and not _autocast_on(x):
             raise TypeError(f"x must have the dtype of the module's parameters ({w.dtype}), got {x.dtype}")

@@ -13,7 +13,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from . import _validation as v
+from . import _validation as check
 from ._numerics import round_once
 
 
@@ -28,9 +28,9 @@ class LearnedPositionalEmbedding(nn.Module):
 
     def __init__(self, max_len: int, d_model: int, *, init_std: float = 0.02) -> None:
         super().__init__()
-        self.max_len = v.positive_int("max_len", max_len)
-        self.d_model = v.positive_int("d_model", d_model)
-        init_std = v.real_number("init_std", init_std)
+        self.max_len = check.positive_int("max_len", max_len)
+        self.d_model = check.positive_int("d_model", d_model)
+        init_std = check.real_number("init_std", init_std)
         if init_std < 0:
             raise ValueError(f"init_std must be >= 0, got {init_std}")
         self.weight = nn.Parameter(torch.empty(self.max_len, self.d_model))  # (max_len, d)
@@ -47,7 +47,7 @@ class LearnedPositionalEmbedding(nn.Module):
 
     def _check_positions(self, positions: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
         """Check explicit position ids against ``x`` and the table; return them unchanged."""
-        positions = v.tensor("positions", positions)
+        positions = check.tensor("positions", positions)
         if positions.dtype.is_floating_point or positions.is_complex() or positions.dtype == torch.bool:
             raise TypeError(f"positions must be an integer tensor (position ids), got dtype {positions.dtype}")
         seq, lead = x.shape[-2], tuple(x.shape[:-1])  # lead = (b, s) or (s,)
@@ -97,12 +97,12 @@ class LearnedPositionalEmbedding(nn.Module):
                 both ``offset`` and ``positions``.
             TypeError: a non-floating ``x``, a non-integer ``offset`` or ``positions``.
         """
-        v.tensor("x", x, min_dim=2, floating=True)
+        check.tensor("x", x, min_dim=2, floating=True)
         if x.shape[-1] != self.d_model:
             raise ValueError(
                 f"x must have last dimension d_model={self.d_model}, got shape {tuple(x.shape)}"
             )
-        offset = v.non_negative_int("offset", offset)
+        offset = check.non_negative_int("offset", offset)
         seq = x.shape[-2]
         if positions is None:
             if seq:
@@ -116,7 +116,7 @@ class LearnedPositionalEmbedding(nn.Module):
                 )
             positions = self._check_positions(positions, x)
             rows = self.weight[positions.to(self.weight.device)]  # positions.shape + (d,)
-        if x.dtype in v.LOW_PRECISION:  # one rounding of the exact sum, not two
+        if x.dtype in check.LOW_PRECISION:  # one rounding of the exact sum, not two
             return round_once(x.to(torch.float64) + rows.to(device=x.device, dtype=torch.float64), x.dtype)
         return x + rows.to(device=x.device, dtype=x.dtype)
 

@@ -40,7 +40,7 @@ import torch
 from torch import nn
 
 from . import _format
-from . import _validation as v
+from . import _validation as check
 from ._numerics import round_once, round_once_into
 
 LAYOUTS = ("half", "interleaved")
@@ -91,15 +91,15 @@ def parse_scaling(scaling: Mapping[str, Any] | None, *, base: float = 10000.0) -
     if not isinstance(scaling, Mapping):
         raise TypeError(f"scaling must be None or a dict like a Hugging Face rope_scaling, got {type(scaling).__name__}")
     rope_type = scaling.get("rope_type", scaling.get("type", "default"))
-    v.choice("scaling['rope_type']", rope_type, ROPE_TYPES)
+    check.choice("scaling['rope_type']", rope_type, ROPE_TYPES)
     if "rope_theta" in scaling:
-        theta = v.base_value(scaling["rope_theta"], "scaling['rope_theta']")
+        theta = check.base_value("scaling['rope_theta']", scaling["rope_theta"])
         if theta != base:
             raise ValueError(
                 f"scaling['rope_theta']={theta:g} disagrees with base={base:g}; pass base={theta:g}"
             )
     prf = scaling.get("partial_rotary_factor")
-    if prf is not None and v.real_number("scaling['partial_rotary_factor']", prf) != 1.0:
+    if prf is not None and check.real_number("scaling['partial_rotary_factor']", prf) != 1.0:
         raise ValueError(f"scaling['partial_rotary_factor'] must be 1.0 (partial rotary is not supported), got {prf}")
     out: dict[str, Any] = {"rope_type": rope_type}
     if rope_type == "default":
@@ -110,35 +110,35 @@ def parse_scaling(scaling: Mapping[str, Any] | None, *, base: float = 10000.0) -
             raise ValueError(f"scaling of rope_type {rope_type!r} needs the key {key!r}; got keys {sorted(scaling)}")
         return scaling[key]
 
-    out["factor"] = v.factor_value("scaling['factor']", need("factor"))
+    out["factor"] = check.factor_value("scaling['factor']", need("factor"))
     if rope_type in ("dynamic", "yarn", "llama3"):
-        out["original_max_position_embeddings"] = v.positive_int(
+        out["original_max_position_embeddings"] = check.positive_int(
             "scaling['original_max_position_embeddings']", need("original_max_position_embeddings")
         )
     if rope_type == "yarn":
-        out["beta_fast"] = v.real_number("scaling['beta_fast']", scaling.get("beta_fast") or 32.0)
-        out["beta_slow"] = v.real_number("scaling['beta_slow']", scaling.get("beta_slow") or 1.0)
+        out["beta_fast"] = check.real_number("scaling['beta_fast']", scaling.get("beta_fast") or 32.0)
+        out["beta_slow"] = check.real_number("scaling['beta_slow']", scaling.get("beta_slow") or 1.0)
         if not out["beta_fast"] > out["beta_slow"] > 0:
             raise ValueError(
                 f"scaling needs beta_fast > beta_slow > 0, got beta_fast={out['beta_fast']}, beta_slow={out['beta_slow']}"
             )
-        out["truncate"] = v.boolean("scaling['truncate']", scaling.get("truncate", True))
+        out["truncate"] = check.boolean("scaling['truncate']", scaling.get("truncate", True))
         af = scaling.get("attention_factor")
         mscale, mscale_all_dim = scaling.get("mscale"), scaling.get("mscale_all_dim")
         for key, value in (("mscale", mscale), ("mscale_all_dim", mscale_all_dim)):
-            if value is not None and v.real_number(f"scaling['{key}']", value) < 0:
+            if value is not None and check.real_number(f"scaling['{key}']", value) < 0:
                 raise ValueError(f"scaling['{key}'] must be >= 0 (0 or absent: not used), got {value}")
         if af is None:
             if mscale and mscale_all_dim:
                 af = _yarn_mscale(out["factor"], mscale) / _yarn_mscale(out["factor"], mscale_all_dim)
             else:
                 af = _yarn_mscale(out["factor"])
-        out["attention_factor"] = v.real_number("scaling['attention_factor']", af)
+        out["attention_factor"] = check.real_number("scaling['attention_factor']", af)
         if out["attention_factor"] <= 0:
             raise ValueError(f"scaling['attention_factor'] must be > 0 (it multiplies cos and sin), got {af}")
     if rope_type == "llama3":
-        low = v.real_number("scaling['low_freq_factor']", need("low_freq_factor"))
-        high = v.real_number("scaling['high_freq_factor']", need("high_freq_factor"))
+        low = check.real_number("scaling['low_freq_factor']", need("low_freq_factor"))
+        high = check.real_number("scaling['high_freq_factor']", need("high_freq_factor"))
         if not high > low > 0:
             raise ValueError(
                 f"scaling needs high_freq_factor > low_freq_factor > 0, got low={low}, high={high}"
@@ -167,7 +167,7 @@ def rope_attention_factor(scaling: Mapping[str, Any] | None) -> float:
 
 def _base_of(scaling: Mapping[str, Any] | None) -> float:
     if isinstance(scaling, Mapping) and "rope_theta" in scaling:
-        return v.base_value(scaling["rope_theta"], "scaling['rope_theta']")
+        return check.base_value("scaling['rope_theta']", scaling["rope_theta"])
     return 10000.0
 
 
@@ -200,12 +200,12 @@ def rope_frequencies(
     Returns:
         float64 tensor of shape ``(head_dim // 2,)``.
     """
-    d = v.even_int("head_dim", head_dim)
-    base = v.base_value(base)
+    d = check.even_int("head_dim", head_dim)
+    base = check.base_value("base", base)
     cfg = parse_scaling(scaling, base=base)
     kind = cfg["rope_type"]
     if seq_len is not None:
-        seq_len = v.positive_int("seq_len", seq_len)
+        seq_len = check.positive_int("seq_len", seq_len)
     if kind == "ntk":
         if d == 2:
             raise ValueError("head_dim must be > 2 for ntk scaling (the exponent is d/(d-2)), got 2")
@@ -268,8 +268,8 @@ def rope_angles(
     Returns:
         float64 tensor of shape ``P + (head_dim // 2,)``, on the device of ``positions``.
     """
-    pos = v.as_positions("positions", positions)  # P, float64
-    cfg = parse_scaling(scaling, base=v.base_value(base))
+    pos = check.as_positions("positions", positions)  # P, float64
+    cfg = parse_scaling(scaling, base=check.base_value("base", base))
     if cfg["rope_type"] == "dynamic" and seq_len is None and pos.numel():
         seq_len = max(int(math.floor(pos.max().item())) + 1, 1)
     inv_freq = rope_frequencies(head_dim, base=base, scaling=scaling, seq_len=seq_len)
@@ -301,8 +301,8 @@ def rope_cos_sin(
     Returns:
         ``(cos, sin)``, each of shape ``P + (head_dim,)``, on the device of ``positions``.
     """
-    v.choice("layout", layout, LAYOUTS)
-    dtype = v.float_dtype("dtype", dtype)
+    check.choice("layout", layout, LAYOUTS)
+    dtype = check.float_dtype("dtype", dtype)
     device = positions.device if isinstance(positions, torch.Tensor) else None
     angles = rope_angles(positions, head_dim, base=base, scaling=scaling, seq_len=seq_len)  # P + (d/2,)
     scale = parse_scaling(scaling, base=base).get("attention_factor", 1.0)
@@ -331,9 +331,9 @@ def rotate_pairs(x: torch.Tensor, *, layout: str = "half") -> torch.Tensor:
     Returns:
         tensor of the shape and dtype of ``x``.
     """
-    v.tensor("x", x, min_dim=1)
-    v.choice("layout", layout, LAYOUTS)
-    v.even_int("x.shape[-1]", x.shape[-1])
+    check.tensor("x", x, min_dim=1)
+    check.choice("layout", layout, LAYOUTS)
+    check.even_int("x.shape[-1]", x.shape[-1])
     half = x.shape[-1] // 2
     if layout == "half":
         return torch.cat((-x[..., half:], x[..., :half]), -1)
@@ -359,12 +359,12 @@ def _formula(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str)
 
 
 def _check_apply_args(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str) -> None:
-    v.tensor("x", x, min_dim=2, floating=True)
-    v.tensor("cos", cos, min_dim=1, floating=True)
-    v.tensor("sin", sin, min_dim=1, floating=True)
-    v.choice("layout", layout, LAYOUTS)
+    check.tensor("x", x, min_dim=2, floating=True)
+    check.tensor("cos", cos, min_dim=1, floating=True)
+    check.tensor("sin", sin, min_dim=1, floating=True)
+    check.choice("layout", layout, LAYOUTS)
     d = x.shape[-1]
-    v.even_int("x.shape[-1] (head_dim)", d)
+    check.even_int("x.shape[-1] (head_dim)", d)
     if cos.shape != sin.shape:
         raise ValueError(f"cos and sin must have the same shape, got {tuple(cos.shape)} and {tuple(sin.shape)}")
     if cos.shape[-1] != d:
@@ -497,7 +497,7 @@ def apply_rope(
     _check_apply_args(x, cos, sin, layout)
     if fused is not None and not isinstance(fused, bool):
         raise TypeError(f"fused must be None, True or False, got {fused!r} of type {type(fused).__name__}")
-    work = torch.float64 if x.dtype in v.LOW_PRECISION else x.dtype
+    work = torch.float64 if x.dtype in check.LOW_PRECISION else x.dtype
     cos, sin = cos.to(work), sin.to(work)
     needs_grad = torch.is_grad_enabled() and (x.requires_grad or cos.requires_grad or sin.requires_grad)
     if fused:
@@ -638,7 +638,7 @@ def interleaved_to_half(head_dim: int) -> torch.Tensor:
     Returns:
         int64 tensor of shape ``(head_dim,)``.
     """
-    d = v.even_int("head_dim", head_dim)
+    d = check.even_int("head_dim", head_dim)
     return torch.cat((torch.arange(0, d, 2), torch.arange(1, d, 2)))
 
 
@@ -665,13 +665,13 @@ def permute_qk_weight(weight: torch.Tensor, n_heads: int, *, to: str = "half") -
     Returns:
         tensor of the same shape with rows permuted within each head.
     """
-    v.tensor("weight", weight, min_dim=1)
-    n_heads = v.positive_int("n_heads", n_heads)
-    v.choice("to", to, LAYOUTS)
+    check.tensor("weight", weight, min_dim=1)
+    n_heads = check.positive_int("n_heads", n_heads)
+    check.choice("to", to, LAYOUTS)
     rows = weight.shape[0]
     if rows % n_heads:
         raise ValueError(f"weight.shape[0]={rows} must be divisible by n_heads={n_heads}")
-    head_dim = v.even_int("head_dim (weight.shape[0] // n_heads)", rows // n_heads)
+    head_dim = check.even_int("head_dim (weight.shape[0] // n_heads)", rows // n_heads)
     perm = interleaved_to_half(head_dim) if to == "half" else half_to_interleaved(head_dim)
     per_head = weight.reshape(n_heads, head_dim, *weight.shape[1:])  # (h, d, ...)
     return per_head[:, perm.to(weight.device)].reshape(weight.shape)
@@ -710,11 +710,11 @@ class RotaryEmbedding(nn.Module):
         layout: str = "half",
     ) -> None:
         super().__init__()
-        self.head_dim = v.even_int("head_dim", head_dim)
-        self.base = v.base_value(base)
+        self.head_dim = check.even_int("head_dim", head_dim)
+        self.base = check.base_value("base", base)
         self.scaling = parse_scaling(scaling, base=self.base)
         self._scaling_arg = dict(scaling) if scaling is not None else None
-        self.layout = v.choice("layout", layout, LAYOUTS)
+        self.layout = check.choice("layout", layout, LAYOUTS)
         self.attention_factor = float(self.scaling.get("attention_factor", 1.0))
         rope_frequencies(self.head_dim, base=self.base, scaling=scaling)  # refuse bad combinations now
         self._cos: torch.Tensor | None = None
@@ -773,8 +773,8 @@ class RotaryEmbedding(nn.Module):
         Returns:
             ``(q_rotated, k_rotated)`` with the shapes and dtypes of ``q`` and ``k``.
         """
-        v.tensor("q", q, min_dim=2, floating=True)
-        v.tensor("k", k, min_dim=2, floating=True)
+        check.tensor("q", q, min_dim=2, floating=True)
+        check.tensor("k", k, min_dim=2, floating=True)
         for name, t in (("q", q), ("k", k)):
             if t.shape[-1] != self.head_dim:
                 raise ValueError(f"{name} must have last dimension head_dim={self.head_dim}, got shape {tuple(t.shape)}")
@@ -785,13 +785,13 @@ class RotaryEmbedding(nn.Module):
             )
         s = q.shape[-2]
         if positions is None or isinstance(positions, int) and not isinstance(positions, bool):
-            offset = v.non_negative_int("positions (offset)", 0 if positions is None else positions)
+            offset = check.non_negative_int("positions (offset)", 0 if positions is None else positions)
             pos = torch.arange(offset, offset + s, device=q.device)
         else:
-            v.tensor("positions", positions, min_dim=1)
+            check.tensor("positions", positions, min_dim=1)
             if positions.dtype == torch.bool or positions.is_complex():
                 raise TypeError(f"positions must hold integers or real numbers, got dtype {positions.dtype}")
-            v.finite("positions", positions)
+            check.finite("positions", positions)
             if positions.shape[-1] != s or positions.dim() > 2:
                 raise ValueError(f"positions must have shape (s,) or (b, s) with s={s}, got {tuple(positions.shape)}")
             if positions.dim() == 2:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import torch
 
-from . import _validation as v
+from . import _validation as check
 from .sinusoidal import LAYOUTS, frequencies
 
 
@@ -28,7 +28,7 @@ def rotation_matrix(theta: torch.Tensor | float) -> torch.Tensor:
     Returns:
         float64 tensor of shape ``T + (2, 2)``.
     """
-    t = v.as_positions("theta", theta)
+    t = check.as_positions("theta", theta)
     c, s = torch.cos(t), torch.sin(t)
     return torch.stack((torch.stack((c, -s), -1), torch.stack((s, c), -1)), -2)
 
@@ -58,10 +58,10 @@ def shift_matrix(
     Returns:
         tensor of shape ``(d_model, d_model)``.
     """
-    k = v.real_number("k", k)
-    d_model = v.even_int("d_model", d_model)
-    v.choice("layout", layout, LAYOUTS)
-    dtype = v.float_dtype("dtype", dtype)
+    k = check.real_number("k", k)
+    d_model = check.even_int("d_model", d_model)
+    check.choice("layout", layout, LAYOUTS)
+    dtype = check.float_dtype("dtype", dtype)
     omega = frequencies(d_model, base=base)  # (d/2,)
     c, s = torch.cos(omega * k), torch.sin(omega * k)  # (d/2,)
     half = d_model // 2

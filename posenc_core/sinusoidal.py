@@ -19,7 +19,7 @@ import torch
 from torch import nn
 
 from . import _format
-from . import _validation as v
+from . import _validation as check
 from ._numerics import round_once
 
 LAYOUTS = ("interleaved", "concat")
@@ -39,8 +39,8 @@ def frequencies(d_model: int, *, base: float = 10000.0) -> torch.Tensor:
     Returns:
         float64 tensor of shape ``(d_model // 2,)``.
     """
-    d_model = v.even_int("d_model", d_model)
-    base = v.base_value(base)
+    d_model = check.even_int("d_model", d_model)
+    base = check.base_value("base", base)
     two_i = torch.arange(0, d_model, 2, dtype=torch.float64)  # (d/2,)
     return torch.pow(torch.tensor(base, dtype=torch.float64), -two_i / d_model)
 
@@ -85,14 +85,14 @@ def sinusoidal_encoding(
     Returns:
         tensor of shape ``P + (d_model,)``.
     """
-    d_model = v.even_int("d_model", d_model)
-    base = v.base_value(base)
-    v.choice("layout", layout, LAYOUTS)
-    dtype = v.float_dtype("dtype", dtype)
-    device = v.device_value("device", device)
+    d_model = check.even_int("d_model", d_model)
+    base = check.base_value("base", base)
+    check.choice("layout", layout, LAYOUTS)
+    dtype = check.float_dtype("dtype", dtype)
+    device = check.device_value("device", device)
     if device is None and isinstance(positions, torch.Tensor):
         device = positions.device
-    pos = v.as_positions("positions", positions)  # float64, P
+    pos = check.as_positions("positions", positions)  # float64, P
     omega = frequencies(d_model, base=base).to(pos.device)  # (d/2,)
     angles = pos.unsqueeze(-1) * omega  # P + (d/2,), float64
     sin, cos = torch.sin(angles), torch.cos(angles)
@@ -122,8 +122,8 @@ def sinusoidal_table(
     Returns:
         tensor of shape ``(n_positions, d_model)``, values in [-1, 1].
     """
-    n_positions = v.positive_int("n_positions", n_positions)
-    device = v.device_value("device", device)
+    n_positions = check.positive_int("n_positions", n_positions)
+    device = check.device_value("device", device)
     positions = torch.arange(n_positions, dtype=torch.float64)  # (n,)
     return sinusoidal_encoding(
         positions, d_model, base=base, layout=layout, dtype=dtype, device=device
@@ -160,11 +160,11 @@ class SinusoidalPositionalEncoding(nn.Module):
         scale: float = 1.0,
     ) -> None:
         super().__init__()
-        self.d_model = v.even_int("d_model", d_model)
-        self.max_len = v.positive_int("max_len", max_len)
-        self.base = v.base_value(base)
-        self.layout = v.choice("layout", layout, LAYOUTS)
-        self.scale = v.real_number("scale", scale)
+        self.d_model = check.even_int("d_model", d_model)
+        self.max_len = check.positive_int("max_len", max_len)
+        self.base = check.base_value("base", base)
+        self.layout = check.choice("layout", layout, LAYOUTS)
+        self.scale = check.real_number("scale", scale)
         table = sinusoidal_table(max_len, d_model, base=base, layout=layout, dtype=torch.float64)
         self.register_buffer("pe", table, persistent=False)  # (max_len, d), float64
 
@@ -193,15 +193,15 @@ class SinusoidalPositionalEncoding(nn.Module):
             tensor with the shape and dtype of ``x``. For bfloat16/float16 inputs the sum is
             formed in float64 and rounded once (the correctly rounded result).
         """
-        v.tensor("x", x, min_dim=2, floating=True)
+        check.tensor("x", x, min_dim=2, floating=True)
         if x.shape[-1] != self.d_model:
             raise ValueError(
                 f"x must have last dimension d_model={self.d_model}, got shape {tuple(x.shape)}"
             )
-        offset = v.non_negative_int("offset", offset)
+        offset = check.non_negative_int("offset", offset)
         seq = x.shape[-2]
         pe = self._rows(offset, offset + seq, x.device)  # (s, d), float64
-        work = torch.float64 if x.dtype in v.LOW_PRECISION else x.dtype
+        work = torch.float64 if x.dtype in check.LOW_PRECISION else x.dtype
         out = x.to(work) * self.scale + pe.to(work)
         return round_once(out, x.dtype)
 

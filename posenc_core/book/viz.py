@@ -15,7 +15,7 @@ import numpy as np
 import torch
 from matplotlib.figure import Figure
 
-from .sinusoidal import sinusoidal_table, wavelengths
+from ..sinusoidal import sinusoidal_table, wavelengths
 
 OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
 """Okabe and Ito's palette, distinguishable under the common colour-vision deficiencies."""

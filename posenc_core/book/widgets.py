@@ -49,12 +49,12 @@ import ipywidgets
 import numpy as np
 import torch
 
-from . import _validation as v
+from .. import _validation as check
 from . import viz
-from .analysis import rope_decay_bound, rope_score_vs_distance, sinusoidal_similarity
-from .rope import rope_frequencies
-from .rotation import shift_matrix
-from .sinusoidal import frequencies, sinusoidal_encoding, sinusoidal_table, wavelengths
+from ..analysis import rope_decay_bound, rope_score_vs_distance, sinusoidal_similarity
+from ..rope import rope_frequencies
+from ..rotation import shift_matrix
+from ..sinusoidal import frequencies, sinusoidal_encoding, sinusoidal_table, wavelengths
 
 __all__ = [
     "Explorer",
@@ -592,7 +592,7 @@ def base_explorer(
     Returns:
         an :class:`Explorer` named ``"base"``.
     """
-    d = v.even_int("d_model", d_model)
+    d = check.even_int("d_model", d_model)
     n = _positive_int("n_positions", n_positions, 2)
     kmax = _positive_int("max_offset", max_offset, 1)
     offsets = np.arange(kmax + 1)
@@ -655,7 +655,7 @@ def unit_circle_explorer(
     Returns:
         an :class:`Explorer` named ``"unit-circle"``.
     """
-    d = v.even_int("d_model", d_model)
+    d = check.even_int("d_model", d_model)
     base = _base("base", base)
     if isinstance(starts, (str, bytes)) or not isinstance(starts, Sequence) or not 1 <= len(starts) <= 4:
         raise ValueError(f"starts must be a sequence of 1 to 4 non-negative integers, got {starts!r}")
@@ -723,7 +723,7 @@ def rope_decay_explorer(
     Returns:
         an :class:`Explorer` named ``"rope-decay"``.
     """
-    hd = v.even_int("head_dim", head_dim)
+    hd = check.even_int("head_dim", head_dim)
     dmax = _positive_int("max_distance", max_distance, 10)
     npts = _positive_int("n_points", n_points, 10)
     distances = np.unique(np.round(np.logspace(0, math.log10(dmax), npts)).astype(np.int64))
@@ -825,7 +825,7 @@ def rope_scaling_explorer(*, head_dim: int = 128, mode: str = "auto") -> Explore
     Returns:
         an :class:`Explorer` named ``"rope-scaling"``.
     """
-    hd = v.even_int("head_dim", head_dim)
+    hd = check.even_int("head_dim", head_dim)
     if hd < 4:
         raise ValueError(f"head_dim must be an even integer >= 4 (dimensions come in pairs), got {hd}")
     params = [

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import torch
 
-from . import _validation as v
-from .sinusoidal import frequencies, sinusoidal_encoding, sinusoidal_table
+from .. import _validation as check
+from ..sinusoidal import frequencies, sinusoidal_encoding, sinusoidal_table
 
 
 WIDTH = 80
@@ -170,11 +170,11 @@ def check_equivariance(
     """
     if not callable(fn):
         raise TypeError(f"fn must be callable, got {type(fn).__name__}")
-    n_tokens = v.positive_int("n_tokens", n_tokens)
-    d_model = v.positive_int("d_model", d_model)
+    n_tokens = check.positive_int("n_tokens", n_tokens)
+    d_model = check.positive_int("d_model", d_model)
     gen = torch.Generator().manual_seed(seed)
     worst, worst_perm = 0.0, None
-    for _ in range(v.positive_int("trials", trials)):
+    for _ in range(check.positive_int("trials", trials)):
         x = torch.randn(n_tokens, d_model, generator=gen)
         perm = torch.randperm(n_tokens, generator=gen)
         with torch.no_grad():

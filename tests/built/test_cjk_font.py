@@ -29,7 +29,7 @@ from urllib.parse import urlparse
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 HTML = pathlib.Path(os.environ.get("POSENC_BOOK_HTML") or ROOT / "_build" / "html")
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 

@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("cjk_font", ROOT / "_ext" / "cjk_font.py")
 cjk_font = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(cjk_font)

@@ -24,7 +24,7 @@ import pathlib
 import pytest
 from browser_support import block_external, browser, require_book_and_chromium, server  # noqa: F401 (fixtures)
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 HTML = pathlib.Path(os.environ.get("POSENC_BOOK_HTML", ROOT / "_build" / "html")).resolve()
 WIDTHS = (1280, 800)
 HEIGHT = 900

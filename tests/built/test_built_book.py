@@ -11,7 +11,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 HTML = ROOT / "_build" / "html"
 EXECUTED = ROOT / "_build" / "jupyter_execute" / "chapters"
 CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))

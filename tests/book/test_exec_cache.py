@@ -15,7 +15,7 @@ import types
 import pytest
 import yaml
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("exec_cache", ROOT / "_ext" / "exec_cache.py")
 exec_cache = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(exec_cache)

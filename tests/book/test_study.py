@@ -1,13 +1,13 @@
-"""The learned-versus-fixed study (posenc_core.experiments) and its committed results file."""
+"""The learned-versus-fixed study (posenc_core.book.study) and its committed results file."""
 
 import pathlib
 
 import pytest
 import torch
 
-from posenc_core import experiments as ex
+from posenc_core.book import study as ex
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "chapters" / "data" / "learned_vs_fixed.json"
 TINY = {"steps": 40, "seeds": [0], "train_len": 8, "eval_factor": 2, "d_model": 32, "n_layers": 1,
         "batch": 32, "eval_batch": 8}

@@ -8,8 +8,8 @@ import numpy as np
 import torch
 
 import posenc_core as pc
-from posenc_core import viz
-from posenc_core.notebook import glue
+from posenc_core.book import viz
+from posenc_core.book.notebook import glue
 
 
 def test_heatmap_shows_the_table_and_highlights_a_row():

@@ -42,7 +42,7 @@ from typing import BinaryIO
 
 import torch
 
-from . import _validation as v
+from .. import _validation as check
 
 MINILM_REPO = "sentence-transformers/all-MiniLM-L6-v2"
 """Hugging Face hub repository of the checkpoint."""
@@ -238,7 +238,7 @@ def _download_verified(url: str, destination: pathlib.Path, expected: str) -> pa
 
 def _locate(allow_download: bool, cache_dir: str | os.PathLike[str] | None) -> dict[str, pathlib.Path]:
     """Paths of the two files (not yet verified unless just downloaded)."""
-    allow_download = v.boolean("allow_download", allow_download)
+    allow_download = check.boolean("allow_download", allow_download)
     root = _default_cache_dir() if cache_dir is None else _check_path_arg("cache_dir", cache_dir)
     folder = _cache_folder(root)
     files = _package_files()
@@ -522,7 +522,7 @@ class MiniLMEmbeddings:
         Returns:
             ``(outputs, weights)``: ``(n, 384)`` and ``(12, n, n)``.
         """
-        from .attention import attention
+        from ..attention import attention
 
         if not isinstance(x, torch.Tensor) or x.dim() != 2 or x.shape[1] != self.word.shape[1]:
             raise ValueError(f"x must be a tensor of shape (n, {self.word.shape[1]}), got {getattr(x, 'shape', type(x))}")

@@ -20,7 +20,7 @@ can be produced above the best position-free guess; the ``"none"`` scheme measur
 :func:`run_study` trains every scheme on every task for several seeds and returns a plain,
 JSON-ready dict; :func:`save_results` / :func:`load_results` write and read it together with the
 code version (a SHA-256 of this module and the modules it builds on), the configuration, the seeds
-and the library versions. Run it from a shell with ``python -m posenc_core.experiments --out FILE``.
+and the library versions. Run it from a shell with ``python -m posenc_core.book.study --out FILE``.
 
 Numerical module: imports only torch, numpy and the standard library; figures live in
 :mod:`posenc_core.viz`. Notation for tensor shapes: b = batch, s = sequence, d = d_model,
@@ -45,12 +45,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from . import _validation as v
-from .analysis import cosine_similarity_matrix, similarity_by_offset
-from .attention import MultiHeadSelfAttention
-from .learned import LearnedPositionalEmbedding
-from .rope import RotaryEmbedding
-from .sinusoidal import SinusoidalPositionalEncoding
+from .. import _validation as check
+from ..analysis import cosine_similarity_matrix, similarity_by_offset
+from ..attention import MultiHeadSelfAttention
+from ..learned import LearnedPositionalEmbedding
+from ..rope import RotaryEmbedding
+from ..sinusoidal import SinusoidalPositionalEncoding
 
 SCHEMES = ("none", "sinusoidal", "learned", "rope", "alibi")
 """Positional schemes a :class:`TinyTransformer` accepts."""
@@ -62,8 +62,9 @@ STUDY_SCHEMES = ("none", "sinusoidal", "learned", "learned_long", "rope", "alibi
 TASKS = ("reverse", "lookback", "first", "swap")
 """The synthetic tasks :func:`make_batch` can generate (the study uses ``first`` and ``lookback``)."""
 
-CODE_MODULES = ("experiments", "attention", "rope", "alibi", "sinusoidal", "learned", "analysis")
-"""posenc_core modules whose source determines the study's numbers (hashed into the code version)."""
+CODE_MODULES = ("book.study", "attention", "rope", "alibi", "sinusoidal", "learned", "analysis", "_numerics")
+"""posenc_core modules whose source determines the study's numbers (hashed into the code version;
+a package, such as ``rope``, counts with every module in its folder)."""
 
 DEFAULTS: dict[str, Any] = {
     "tasks": ["first", "lookback"],
@@ -108,9 +109,9 @@ def make_batch(
     Returns:
         ``(x, y)``: input tokens ``(b, n)`` and targets ``(b, n)`` in 0 .. V (int64, CPU).
     """
-    v.choice("task", task, TASKS)
-    batch, length, k = v.positive_int("batch", batch), v.positive_int("length", length), v.positive_int("k", k)
-    vocab = v.positive_int("vocab", vocab)
+    check.choice("task", task, TASKS)
+    batch, length, k = check.positive_int("batch", batch), check.positive_int("length", length), check.positive_int("k", k)
+    vocab = check.positive_int("vocab", vocab)
     if vocab < 2:
         raise ValueError(f"vocab must be >= 2, got {vocab}")
     x = torch.randint(vocab, (batch, length), generator=generator)  # (b, n)
@@ -182,14 +183,14 @@ class TinyTransformer(nn.Module):
         learned_init_std: float = 1.0,
     ) -> None:
         super().__init__()
-        self.vocab = v.positive_int("vocab", vocab)
-        self.d_model = v.even_int("d_model", d_model)
-        n_heads, n_layers = v.positive_int("n_heads", n_heads), v.positive_int("n_layers", n_layers)
+        self.vocab = check.positive_int("vocab", vocab)
+        self.d_model = check.even_int("d_model", d_model)
+        n_heads, n_layers = check.positive_int("n_heads", n_heads), check.positive_int("n_layers", n_layers)
         if d_model % n_heads or (d_model // n_heads) % 2:
             raise ValueError(f"n_heads={n_heads} must divide d_model={d_model} into even head widths")
-        self.scheme = v.choice("scheme", scheme, SCHEMES)
-        self.max_len = v.positive_int("max_len", max_len)
-        self.causal = v.boolean("causal", causal)
+        self.scheme = check.choice("scheme", scheme, SCHEMES)
+        self.max_len = check.positive_int("max_len", max_len)
+        self.causal = check.boolean("causal", causal)
         self.embed = nn.Embedding(vocab, d_model)
         self.pos: nn.Module | None = None
         if scheme == "sinusoidal":
@@ -216,7 +217,7 @@ class TinyTransformer(nn.Module):
         Raises:
             ValueError: for a learned table, if s exceeds its ``max_len`` rows.
         """
-        v.tensor("tokens", tokens, min_dim=2)
+        check.tensor("tokens", tokens, min_dim=2)
         if tokens.dim() != 2 or tokens.dtype.is_floating_point:
             raise ValueError(f"tokens must be an integer tensor of shape (b, s), got {tokens.dtype} {tuple(tokens.shape)}")
         x = self.embed(tokens)  # (b, s, d)
@@ -240,7 +241,7 @@ def parameter_counts(model: TinyTransformer) -> dict[str, int]:
 
 def learned_table_parameters(max_len: int, d_model: int) -> int:
     """Parameters of a learned absolute table: ``max_len * d_model`` (BERT-base: 512 x 768)."""
-    return v.positive_int("max_len", max_len) * v.positive_int("d_model", d_model)
+    return check.positive_int("max_len", max_len) * check.positive_int("d_model", d_model)
 
 
 # ----------------------------------------------------------------------------- training
@@ -253,22 +254,22 @@ def _check_config(cfg: Mapping[str, Any]) -> dict[str, Any]:
     c = {**DEFAULTS, **cfg}
     for name in ("train_len", "min_len", "eval_factor", "vocab", "k", "d_model", "n_heads", "n_layers",
                  "steps", "batch", "eval_batch", "log_every"):
-        c[name] = v.positive_int(name, c[name])
+        c[name] = check.positive_int(name, c[name])
     if c["min_len"] > c["train_len"]:
         raise ValueError(f"min_len={c['min_len']} must be <= train_len={c['train_len']}")
     if c["vocab"] < 2:
         raise ValueError(f"vocab must be >= 2, got {c['vocab']}")
-    c["lr"] = v.real_number("lr", c["lr"])
+    c["lr"] = check.real_number("lr", c["lr"])
     if not c["lr"] > 0:
         raise ValueError(f"lr must be > 0, got {c['lr']}")
-    c["base"] = v.base_value(c["base"])
+    c["base"] = check.base_value("base", c["base"])
     for name, allowed in (("tasks", TASKS), ("schemes", STUDY_SCHEMES)):
         if isinstance(c[name], str) or not isinstance(c[name], Sequence) or not c[name]:
             raise TypeError(f"{name} must be a non-empty list drawn from {allowed}, got {c[name]!r}")
-        c[name] = [v.choice(name[:-1], x, allowed) for x in c[name]]
+        c[name] = [check.choice(name[:-1], x, allowed) for x in c[name]]
     if isinstance(c["seeds"], (int, str)) or not c["seeds"]:
         raise TypeError(f"seeds must be a non-empty list of integers, got {c['seeds']!r}")
-    c["seeds"] = [v.non_negative_int("seed", s) for s in c["seeds"]]
+    c["seeds"] = [check.non_negative_int("seed", s) for s in c["seeds"]]
     return c
 
 
@@ -285,10 +286,10 @@ def build_model(scheme: str, cfg: Mapping[str, Any], seed: int) -> TinyTransform
         a :class:`TinyTransformer` in float32 on the CPU.
     """
     c = _check_config(cfg)
-    v.choice("scheme", scheme, STUDY_SCHEMES)
+    check.choice("scheme", scheme, STUDY_SCHEMES)
     max_len = c["train_len"] * (c["eval_factor"] if scheme == "learned_long" else 1)
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(v.non_negative_int("seed", seed))
+        torch.manual_seed(check.non_negative_int("seed", seed))
         return TinyTransformer(
             c["vocab"], c["d_model"], c["n_heads"], c["n_layers"],
             scheme="learned" if scheme == "learned_long" else scheme, max_len=max_len, base=c["base"],
@@ -326,8 +327,8 @@ def train_model(
         the training loss at every step, a list of ``steps`` floats.
     """
     c = _check_config(cfg)
-    v.choice("task", task, TASKS)
-    gen = torch.Generator().manual_seed(v.non_negative_int("seed", seed) + 1_000_003)
+    check.choice("task", task, TASKS)
+    gen = torch.Generator().manual_seed(check.non_negative_int("seed", seed) + 1_000_003)
     model.to(device).train()
     opt = torch.optim.Adam(model.parameters(), lr=c["lr"])
     sched = torch.optim.lr_scheduler.LambdaLR(
@@ -366,7 +367,7 @@ def evaluate(
         first such ``ValueError`` (None if there was none).
     """
     c = _check_config(cfg)
-    gen = torch.Generator().manual_seed(v.non_negative_int("seed", seed) + 2_000_003)
+    gen = torch.Generator().manual_seed(check.non_negative_int("seed", seed) + 2_000_003)
     model.to(device).eval()
     acc: list[float | None] = []
     error = None
@@ -394,7 +395,7 @@ def table_summary(table: torch.Tensor) -> dict[str, Any]:
         ``neighbour_is_nearest`` (fraction of rows whose most similar other row is p-1 or p+1)
         and ``norms`` (row norms).
     """
-    v.tensor("table", table, min_dim=2, floating=True)
+    check.tensor("table", table, min_dim=2, floating=True)
     sim = cosine_similarity_matrix(table)  # (n, n)
     n = sim.shape[0]
     off = sim.clone().fill_diagonal_(-2.0)
@@ -478,7 +479,7 @@ def run_study(
         runs = dict(resume["runs"])
     old_threads = torch.get_num_threads()
     if threads is not None:
-        torch.set_num_threads(v.positive_int("threads", threads))
+        torch.set_num_threads(check.positive_int("threads", threads))
     plan = [(t, s, seed) for t in c["tasks"] for s in c["schemes"] for seed in c["seeds"]]
     start, cpu_start = time.perf_counter(), time.process_time()
     interrupted = False
@@ -586,7 +587,7 @@ def loss_blocks(curve: Sequence[float], every: int) -> list[list[float]]:
     Returns:
         ``[[last step of the block, mean loss], ...]`` (the last block may be shorter).
     """
-    every = v.positive_int("every", every)
+    every = check.positive_int("every", every)
     return [[min(i + every, len(curve)), float(np.mean(curve[i : i + every]))] for i in range(0, len(curve), every)]
 
 
@@ -635,10 +636,25 @@ def geometry_summary(results: Mapping[str, Any], task: str, scheme: str, which: 
 # ----------------------------------------------------------------------------- results file
 
 
+def _module_files(name: str) -> list[pathlib.Path]:
+    """Source files of ``posenc_core.<name>``: the module, or every module of a package."""
+    root = pathlib.Path(__file__).resolve().parents[1]  # posenc_core/
+    path = root.joinpath(*name.split("."))
+    if path.is_dir():
+        return sorted(path.glob("*.py"))
+    return [path.with_suffix(".py")]
+
+
 def code_hashes() -> dict[str, str]:
-    """SHA-256 of the source of every module in :data:`CODE_MODULES`."""
-    here = pathlib.Path(__file__).resolve().parent
-    return {m: hashlib.sha256((here / f"{m}.py").read_bytes()).hexdigest() for m in CODE_MODULES}
+    """SHA-256 of the source of every module in :data:`CODE_MODULES` (for a package, of its
+    files' names and bytes in order)."""
+    hashes = {}
+    for name in CODE_MODULES:
+        digest = hashlib.sha256()
+        for path in _module_files(name):
+            digest.update(path.name.encode() + b"\0" + path.read_bytes())
+        hashes[name] = digest.hexdigest()
+    return hashes
 
 
 def code_version() -> str:
@@ -718,7 +734,7 @@ def is_stale(results: Mapping[str, Any]) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line: run the study with the defaults (or overrides) and write the results file."""
-    p = argparse.ArgumentParser(prog="python -m posenc_core.experiments", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m posenc_core.book.study", description=__doc__.splitlines()[0])
     p.add_argument("--out", required=True, help="JSON file to write")
     p.add_argument("--steps", type=int, default=DEFAULTS["steps"])
     p.add_argument("--d-model", type=int, default=DEFAULTS["d_model"])

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import posenc_core as pc
-from posenc_core import exercises
+from posenc_core.book import exercises
 
 
 def test_check_frequencies_recognises_common_mistakes():
@@ -77,7 +77,7 @@ def test_check_close_keeps_python_float_precision():
 
 def test_a_printed_verdict_fits_the_code_column():
     """A long verdict wraps at the book's column width (80) and keeps every word."""
-    from posenc_core.exercises import WIDTH, Feedback
+    from posenc_core.book.exercises import WIDTH, Feedback
 
     message = "fn is not permutation-equivariant: " + ", ".join(f"entry {i} differs" for i in range(30))
     text = str(Feedback(False, message))

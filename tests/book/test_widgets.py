@@ -19,7 +19,7 @@ import torch  # noqa: E402
 from ipywidgets.widgets.widget_link import Link  # noqa: E402
 
 import posenc_core as pc  # noqa: E402
-from posenc_core import widgets  # noqa: E402
+from posenc_core.book import widgets  # noqa: E402
 
 PNG = b"\x89PNG\r\n\x1a\n"
 LIMIT_BYTES = 3_000_000  # embedded widget state per page (the widget contract)
@@ -500,7 +500,7 @@ def test_bad_set_calls_name_the_parameter(live):
 def test_incremental_redraw_matches_a_full_redraw(live, name):
     """figure_png redraws only the changing artists over a cached background; the picture must
     be the same as drawing everything anew."""
-    from posenc_core import viz
+    from posenc_core.book import viz
 
     e = live[name]
     defaults = dict(e.values)
@@ -527,7 +527,7 @@ def test_figures_plot_the_explorers_data(live):
 
 
 def test_figure_png_checks_its_arguments():
-    from posenc_core import viz
+    from posenc_core.book import viz
 
     fig = viz.rope_scaling_figure([10.0, 100.0], [1.0, 0.5], factor=2)
     assert viz.figure_png(fig).startswith(PNG) and viz.figure_png(fig, colors=16).startswith(PNG)

@@ -53,8 +53,16 @@ WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 # CJK blocks: radicals, symbols and punctuation, kana, bopomofo, strokes, extension A, unified
 # ideographs, compatibility ideographs, compatibility forms, half/fullwidth forms, extensions B-H.
 CJK_BLOCKS = (
-    (0x2E80, 0x2FDF), (0x3000, 0x303F), (0x3040, 0x30FF), (0x3100, 0x312F), (0x31A0, 0x31EF),
-    (0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF), (0xFE30, 0xFE4F), (0xFF00, 0xFFEF),
+    (0x2E80, 0x2FDF),
+    (0x3000, 0x303F),
+    (0x3040, 0x30FF),
+    (0x3100, 0x312F),
+    (0x31A0, 0x31EF),
+    (0x3400, 0x4DBF),
+    (0x4E00, 0x9FFF),
+    (0xF900, 0xFAFF),
+    (0xFE30, 0xFE4F),
+    (0xFF00, 0xFFEF),
     (0x20000, 0x323AF),
 )
 
@@ -78,6 +86,7 @@ class CJKFontError(SphinxError):
 
 
 # 1. characters -------------------------------------------------------------------------------
+
 
 def _strings(value):
     if isinstance(value, str):
@@ -103,7 +112,7 @@ class _Collector(html.parser.HTMLParser):
         for m in CJK_RE.finditer(text):
             if m.group() not in self.found:
                 i = m.start()
-                self.found[m.group()] = f"{where}: {text[max(0, i - 30):i + 30].strip()!r}"
+                self.found[m.group()] = f"{where}: {text[max(0, i - 30) : i + 30].strip()!r}"
 
     def handle_starttag(self, tag, attrs):
         for key, value in attrs:
@@ -142,7 +151,9 @@ def cjk_in_html(text: str) -> dict[str, str]:
 
 
 def book_pages(html_dir: pathlib.Path) -> list[pathlib.Path]:
-    return sorted(p for p in html_dir.rglob("*.html") if "_static" not in p.relative_to(html_dir).parts)
+    return sorted(
+        p for p in html_dir.rglob("*.html") if "_static" not in p.relative_to(html_dir).parts
+    )
 
 
 def collect(html_dir: pathlib.Path) -> dict[str, dict[str, str]]:
@@ -157,6 +168,7 @@ def collect(html_dir: pathlib.Path) -> dict[str, dict[str, str]]:
 
 # 2. the verified font slices -----------------------------------------------------------------
 
+
 def _vendor():
     spec = importlib.util.spec_from_file_location("vendor_fetch", FETCH)
     module = importlib.util.module_from_spec(spec)
@@ -170,7 +182,9 @@ def font_package() -> tuple[dict, dict[str, bytes]]:
     try:
         pkg = next(p for p in vendor.load_lock() if p["package"] == PACKAGE)
         files = vendor.build_inputs(pkg, download=False)
-        files.update(vendor.tar_members(vendor.verified_tarball(pkg, download=False), ["package/LICENSE"]))
+        files.update(
+            vendor.tar_members(vendor.verified_tarball(pkg, download=False), ["package/LICENSE"])
+        )
     except StopIteration:
         raise CJKFontError(f"{PACKAGE} is not in {vendor.LOCK}") from None
     except vendor.VendorError as err:
@@ -194,19 +208,29 @@ def slices_by_weight(files: dict[str, bytes]) -> dict[int, dict[str, tuple[bytes
     return out
 
 
-def check_coverage(used: dict[str, dict[str, str]], slices: dict[str, tuple[bytes, set[int]]], weight: int):
+def check_coverage(
+    used: dict[str, dict[str, str]], slices: dict[str, tuple[bytes, set[int]]], weight: int
+):
     covered = set().union(*(cps for _, cps in slices.values()))
     missing = [ch for ch in used if ord(ch) not in covered]
     if missing:
-        lines = [f"U+{ord(ch):04X} {ch} in {page} ({where})"
-                 for ch in missing for page, where in sorted(used[ch].items())]
-        raise CJKFontError(f"{len(missing)} CJK character(s) used in the pages are not in {PACKAGE} "
-                           f"(weight {weight}); readers would see empty boxes:\n  " + "\n  ".join(lines))
+        lines = [
+            f"U+{ord(ch):04X} {ch} in {page} ({where})"
+            for ch in missing
+            for page, where in sorted(used[ch].items())
+        ]
+        raise CJKFontError(
+            f"{len(missing)} CJK character(s) used in the pages are not in {PACKAGE} "
+            f"(weight {weight}); readers would see empty boxes:\n  " + "\n  ".join(lines)
+        )
 
 
 # 3. subset and merge -------------------------------------------------------------------------
 
-def subset_font(chars: list[str], slices: dict[str, tuple[bytes, set[int]]]) -> tuple[bytes, list[str], str]:
+
+def subset_font(
+    chars: list[str], slices: dict[str, tuple[bytes, set[int]]]
+) -> tuple[bytes, list[str], str]:
     """One .woff holding `chars` (all covered by `slices`): (bytes, slices used, family name)."""
     from fontTools import merge, subset
     from fontTools.pens.recordingPen import RecordingPen
@@ -249,20 +273,26 @@ def subset_font(chars: list[str], slices: dict[str, tuple[bytes, set[int]]]) -> 
     check = TTFont(io.BytesIO(data))
     cmap, glyphs = check.getBestCmap(), check.getGlyphSet()
     if sorted(cmap) != sorted(ord(ch) for ch in chars):
-        raise CJKFontError(f"the subset maps {len(cmap)} characters, not the {len(chars)} asked for")
+        raise CJKFontError(
+            f"the subset maps {len(cmap)} characters, not the {len(chars)} asked for"
+        )
     cache: dict[str, TTFont] = {}
     for cp, name in sources.items():
         src = cache.setdefault(name, TTFont(io.BytesIO(slices[name][0])))
         a, b = RecordingPen(), RecordingPen()
         glyphs[cmap[cp]].draw(a)
         src.getGlyphSet()[src.getBestCmap()[cp]].draw(b)
-        if a.value != b.value or glyphs[cmap[cp]].width != src.getGlyphSet()[src.getBestCmap()[cp]].width:
+        if (
+            a.value != b.value
+            or glyphs[cmap[cp]].width != src.getGlyphSet()[src.getBestCmap()[cp]].width
+        ):
             raise CJKFontError(f"merging the slices changed the glyph of U+{cp:04X} {chr(cp)}")
     family = check["name"].getDebugName(1)
     return data, sorted(wanted), family
 
 
 # 4. the files --------------------------------------------------------------------------------
+
 
 def unicode_range(chars: list[str]) -> str:
     """CSS unicode-range of the code points, consecutive ones as ranges (U+4e00-4e01)."""
@@ -277,7 +307,8 @@ def unicode_range(chars: list[str]) -> str:
 
 
 def stylesheet(chars: list[str], fonts: dict[int, str], pkg: dict) -> str:
-    faces = "".join(f"""
+    faces = "".join(
+        f"""
 @font-face {{
   font-family: "{FAMILY}";
   font-style: normal;
@@ -286,10 +317,12 @@ def stylesheet(chars: list[str], fonts: dict[int, str], pkg: dict) -> str:
   src: url("{name}") format("woff");
   unicode-range: {unicode_range(chars)};
 }}
-""" for weight, name in fonts.items())
+"""
+        for weight, name in fonts.items()
+    )
     # html:root outranks the theme's :root / html rules whatever the order of the stylesheets
     return f"""/* Generated by _ext/cjk_font.py: the {len(chars)} CJK characters the pages use, from
-   {pkg['package']}@{pkg['version']} (Noto Sans SC, {pkg['license']}: see LICENSE beside this file). */
+   {pkg["package"]}@{pkg["version"]} (Noto Sans SC, {pkg["license"]}: see LICENSE beside this file). */
 {faces}
 html:root {{
   --pst-font-family-base: "{FAMILY}", var(--pst-font-family-base-system);
@@ -311,9 +344,16 @@ def build(html_dir: pathlib.Path) -> dict:
     out = html_dir / OUT
     out.mkdir(parents=True, exist_ok=True)
     written: dict[str, bytes] = {"LICENSE": files["package/LICENSE"]}
-    manifest: dict = {"package": pkg["package"], "version": pkg["version"], "license": pkg["license"],
-                      "css_family": FAMILY, "characters": "".join(chars), "count": len(chars),
-                      "pages": sorted({page for pages in used.values() for page in pages}), "fonts": {}}
+    manifest: dict = {
+        "package": pkg["package"],
+        "version": pkg["version"],
+        "license": pkg["license"],
+        "css_family": FAMILY,
+        "characters": "".join(chars),
+        "count": len(chars),
+        "pages": sorted({page for pages in used.values() for page in pages}),
+        "fonts": {},
+    }
     fonts: dict[int, str] = {}
     if chars:
         for weight, slices in by_weight.items():
@@ -322,11 +362,16 @@ def build(html_dir: pathlib.Path) -> dict:
             written[name] = data
             fonts[weight] = name
             manifest["font_family"] = family
-            manifest["fonts"][name] = {"weight": weight, "bytes": len(data),
-                                       "sha256": hashlib.sha256(data).hexdigest(),
-                                       "slices": [posixpath.basename(s) for s in used_slices]}
+            manifest["fonts"][name] = {
+                "weight": weight,
+                "bytes": len(data),
+                "sha256": hashlib.sha256(data).hexdigest(),
+                "slices": [posixpath.basename(s) for s in used_slices],
+            }
     manifest["bytes"] = sum(f["bytes"] for f in manifest["fonts"].values())
-    written[CSS] = stylesheet(chars, fonts, pkg).encode("utf-8") if chars else b"/* no CJK characters */\n"
+    written[CSS] = (
+        stylesheet(chars, fonts, pkg).encode("utf-8") if chars else b"/* no CJK characters */\n"
+    )
     written[MANIFEST] = (json.dumps(manifest, ensure_ascii=False, indent=1) + "\n").encode("utf-8")
     for old in out.glob("noto-sans-sc-subset-*.woff"):
         if old.name not in written:
@@ -340,9 +385,11 @@ def build(html_dir: pathlib.Path) -> dict:
 
 def summary(manifest: dict) -> str:
     slices = sorted({s for f in manifest["fonts"].values() for s in f["slices"]})
-    return (f"cjk_font: {manifest['count']} CJK characters on {len(manifest['pages'])} pages; "
-            f"{manifest['bytes']} bytes of font ({len(manifest['fonts'])} weights, "
-            f"{len(slices)} slices of {manifest['package']}@{manifest['version']}) in {OUT}/")
+    return (
+        f"cjk_font: {manifest['count']} CJK characters on {len(manifest['pages'])} pages; "
+        f"{manifest['bytes']} bytes of font ({len(manifest['fonts'])} weights, "
+        f"{len(slices)} slices of {manifest['package']}@{manifest['version']}) in {OUT}/"
+    )
 
 
 # Sphinx --------------------------------------------------------------------------------------
@@ -376,6 +423,7 @@ def setup(app):
 
 # CLI -----------------------------------------------------------------------------------------
 
+
 def link_pages(html_dir: pathlib.Path) -> int:
     """Add the stylesheet link to pages that lack it (builds made without this extension)."""
     changed = 0
@@ -383,8 +431,12 @@ def link_pages(html_dir: pathlib.Path) -> int:
         text = page.read_text(encoding="utf-8")
         if f"{OUT}/{CSS}" in text or "</head>" not in text:
             continue
-        href = posixpath.relpath(f"{OUT}/{CSS}", posixpath.dirname(page.relative_to(html_dir).as_posix()) or ".")
-        text = text.replace("</head>", f'  <link rel="stylesheet" type="text/css" href="{href}" />\n</head>', 1)
+        href = posixpath.relpath(
+            f"{OUT}/{CSS}", posixpath.dirname(page.relative_to(html_dir).as_posix()) or "."
+        )
+        text = text.replace(
+            "</head>", f'  <link rel="stylesheet" type="text/css" href="{href}" />\n</head>', 1
+        )
         page.write_text(text, encoding="utf-8")
         changed += 1
     return changed
@@ -393,7 +445,9 @@ def link_pages(html_dir: pathlib.Path) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("html_dir", type=pathlib.Path, help="a built book, e.g. _build/html")
-    parser.add_argument("--link", action="store_true", help="also link cjk.css from pages that lack it")
+    parser.add_argument(
+        "--link", action="store_true", help="also link cjk.css from pages that lack it"
+    )
     args = parser.parse_args(argv)
     try:
         manifest = build(args.html_dir)

@@ -50,7 +50,9 @@ def load_lock(path: pathlib.Path = LOCK) -> list[dict]:
             if key not in pkg:
                 raise VendorError(f"{path.name}: {pkg.get('package', '?')} has no {key!r}")
         if not pkg["integrity"].startswith("sha512-"):
-            raise VendorError(f"{path.name}: {pkg['package']}: integrity must be sha512-<base64> (SRI)")
+            raise VendorError(
+                f"{path.name}: {pkg['package']}: integrity must be sha512-<base64> (SRI)"
+            )
         for name in pkg["files"] + pkg.get("build_inputs", []):
             if not name.startswith(PREFIX) or ".." in pathlib.PurePosixPath(name).parts:
                 raise VendorError(f"{path.name}: {pkg['package']}: bad file path {name!r}")
@@ -72,7 +74,7 @@ def tarball_path(pkg: dict) -> pathlib.Path:
 
 
 def served_path(pkg: dict, name: str) -> pathlib.Path:
-    return SITE / pkg["dest"] / name[len(PREFIX):]
+    return SITE / pkg["dest"] / name[len(PREFIX) :]
 
 
 def npm_pack(pkg: dict) -> pathlib.Path:
@@ -84,8 +86,12 @@ def npm_pack(pkg: dict) -> pathlib.Path:
     CACHE.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=CACHE) as tmp:
         print(f"vendor: downloading {spec} (npm pack)", file=sys.stderr)
-        run = subprocess.run([npm, "pack", spec, "--json", "--pack-destination", tmp],
-                             cwd=tmp, capture_output=True, text=True)
+        run = subprocess.run(
+            [npm, "pack", spec, "--json", "--pack-destination", tmp],
+            cwd=tmp,
+            capture_output=True,
+            text=True,
+        )
         if run.returncode != 0:
             raise VendorError(f"`npm pack {spec}` failed:\n{run.stderr.strip()}")
         made = list(pathlib.Path(tmp).glob("*.tgz"))
@@ -95,7 +101,8 @@ def npm_pack(pkg: dict) -> pathlib.Path:
         if got != pkg["integrity"]:
             raise VendorError(
                 f"INTEGRITY MISMATCH for {spec}: the downloaded tarball has\n  {got}\n"
-                f"but {LOCK.name} pins\n  {pkg['integrity']}\nRefusing to use it.")
+                f"but {LOCK.name} pins\n  {pkg['integrity']}\nRefusing to use it."
+            )
         target = tarball_path(pkg)
         made[0].replace(target)
     return target
@@ -152,10 +159,14 @@ def expected_files(packages: list[dict], download: bool) -> dict[pathlib.Path, b
     out: dict[pathlib.Path, bytes] = {}
     for pkg in packages:
         tarball = verified_tarball(pkg, download=download)
-        manifest = json.loads(tar_members(tarball, [PREFIX + "package.json"])[PREFIX + "package.json"])
+        manifest = json.loads(
+            tar_members(tarball, [PREFIX + "package.json"])[PREFIX + "package.json"]
+        )
         if (manifest.get("name"), manifest.get("version")) != (pkg["package"], pkg["version"]):
-            raise VendorError(f"{tarball.name} holds {manifest.get('name')}@{manifest.get('version')}, "
-                              f"not {pkg['package']}@{pkg['version']}")
+            raise VendorError(
+                f"{tarball.name} holds {manifest.get('name')}@{manifest.get('version')}, "
+                f"not {pkg['package']}@{pkg['version']}"
+            )
         for name, data in tar_members(tarball, pkg["files"]).items():
             out[served_path(pkg, name)] = data
         if pkg.get("build_inputs"):
@@ -184,18 +195,27 @@ def sync(expected: dict[pathlib.Path, bytes]) -> tuple[int, int]:
 
 
 def check(expected: dict[pathlib.Path, bytes]) -> list[str]:
-    problems = [f"{p.relative_to(HERE)} differs from the tarball or is missing"
-                for p, data in expected.items() if not (p.is_file() and p.read_bytes() == data)]
+    problems = [
+        f"{p.relative_to(HERE)} differs from the tarball or is missing"
+        for p, data in expected.items()
+        if not (p.is_file() and p.read_bytes() == data)
+    ]
     if SITE.exists():
-        problems += [f"{p.relative_to(HERE)} is not in {LOCK.name}"
-                     for p in SITE.rglob("*") if p.is_file() and p not in expected]
+        problems += [
+            f"{p.relative_to(HERE)} is not in {LOCK.name}"
+            for p in SITE.rglob("*")
+            if p.is_file() and p not in expected
+        ]
     return problems
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--check", action="store_true",
-                        help="verify the cache and _vendor/site against the lock; no network, no writes")
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="verify the cache and _vendor/site against the lock; no network, no writes",
+    )
     args = parser.parse_args(argv)
     try:
         packages = load_lock()
@@ -210,8 +230,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"vendor: ERROR: {err}", file=sys.stderr)
         return 1
     versions = ", ".join(f"{p['package']}@{p['version']}" for p in packages)
-    print(f"vendor: {versions} verified; {len(expected)} files in {SITE.relative_to(HERE.parent)}/"
-          f" ({written} written, {removed} removed)")
+    print(
+        f"vendor: {versions} verified; {len(expected)} files in {SITE.relative_to(HERE.parent)}/"
+        f" ({written} written, {removed} removed)"
+    )
     return 0
 
 

@@ -64,14 +64,20 @@ def _hf_rotate_half() -> tuple[Callable[[torch.Tensor], torch.Tensor], str]:
         import transformers
         from transformers.models.llama.modeling_llama import rotate_half
 
-        return rotate_half, f"transformers {transformers.__version__}: transformers.models.llama.modeling_llama.rotate_half"
+        return (
+            rotate_half,
+            f"transformers {transformers.__version__}: transformers.models.llama.modeling_llama.rotate_half",
+        )
     except Exception as exc:  # noqa: BLE001 - any import problem means: use the inline copy
 
         def rotate_half(x: torch.Tensor) -> torch.Tensor:
             h = x.shape[-1] // 2
             return torch.cat((-x[..., h:], x[..., :h]), -1)
 
-        return rotate_half, f"inline torch.cat((-x[..., h:], x[..., :h]), -1) (transformers unavailable: {exc.__class__.__name__})"
+        return (
+            rotate_half,
+            f"inline torch.cat((-x[..., h:], x[..., :h]), -1) (transformers unavailable: {exc.__class__.__name__})",
+        )
 
 
 def _cpu_model() -> str:
@@ -145,8 +151,10 @@ def _describe(t: Timings, name: str) -> str:
 def _paired(t: Timings, num: str, den: str) -> str:
     rs = t.paired_ratios(num, den)
     best = min(t.samples[num]) / min(t.samples[den])
-    return (f"per-round ratio median {statistics.median(rs):.3f} (min {min(rs):.3f}, max {max(rs):.3f}); "
-            f"ratio of fastest calls {best:.3f}")
+    return (
+        f"per-round ratio median {statistics.median(rs):.3f} (min {min(rs):.3f}, max {max(rs):.3f}); "
+        f"ratio of fastest calls {best:.3f}"
+    )
 
 
 def _not_nearest(got: torch.Tensor, exact: torch.Tensor) -> int:
@@ -170,9 +178,13 @@ def _tables_all_float32(n: int, d: int, base: float = 10000.0) -> tuple[torch.Te
     return emb.cos(), emb.sin()
 
 
-def _tables_float64_reference(n: int, d: int, base: float = 10000.0) -> tuple[torch.Tensor, torch.Tensor]:
+def _tables_float64_reference(
+    n: int, d: int, base: float = 10000.0
+) -> tuple[torch.Tensor, torch.Tensor]:
     """float64 angles from a float64 inv_freq: the reference both are compared against."""
-    inv_freq = torch.pow(torch.tensor(base, dtype=torch.float64), -torch.arange(0, d, 2, dtype=torch.float64) / d)
+    inv_freq = torch.pow(
+        torch.tensor(base, dtype=torch.float64), -torch.arange(0, d, 2, dtype=torch.float64) / d
+    )
     ang = torch.arange(n, dtype=torch.float64)[:, None] * inv_freq[None, :]
     emb = torch.cat((ang, ang), -1)
     return emb.cos(), emb.sin()
@@ -183,11 +195,25 @@ def _tables_float64_reference(n: int, d: int, base: float = 10000.0) -> tuple[to
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="small shape (2, 8, 512, 128) and few rounds: a smoke test")
-    parser.add_argument("--strict", action="store_true", help="exit 1 when a timing target is missed")
-    parser.add_argument("--rounds", type=int, default=None, help="timed rounds (default 15, quick 5)")
-    parser.add_argument("--warmup", type=int, default=None, help="untimed rounds first (default 2, quick 1)")
-    parser.add_argument("--sweep-chunks", action="store_true", help="also time apply_rope for several _CHUNK_ELEMENTS")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="small shape (2, 8, 512, 128) and few rounds: a smoke test",
+    )
+    parser.add_argument(
+        "--strict", action="store_true", help="exit 1 when a timing target is missed"
+    )
+    parser.add_argument(
+        "--rounds", type=int, default=None, help="timed rounds (default 15, quick 5)"
+    )
+    parser.add_argument(
+        "--warmup", type=int, default=None, help="untimed rounds first (default 2, quick 1)"
+    )
+    parser.add_argument(
+        "--sweep-chunks",
+        action="store_true",
+        help="also time apply_rope for several _CHUNK_ELEMENTS",
+    )
     args = parser.parse_args(argv)
 
     shape = (2, 8, 512, 128) if args.quick else (4, 32, 2048, 128)
@@ -202,15 +228,23 @@ def main(argv: list[str] | None = None) -> int:
     rotate_half, rotate_half_src = _hf_rotate_half()
 
     print("RoPE benchmark (posenc_core.apply_rope, rope_cos_sin)")
-    print(f"  torch {torch.__version__}, {torch.get_num_threads()} threads "
-          f"(interop {torch.get_num_interop_threads()}), cpu capability {torch.backends.cpu.get_cpu_capability()}")
+    print(
+        f"  torch {torch.__version__}, {torch.get_num_threads()} threads "
+        f"(interop {torch.get_num_interop_threads()}), cpu capability {torch.backends.cpu.get_cpu_capability()}"
+    )
     print(f"  CPU: {_cpu_model()} ({os.cpu_count()} logical CPUs visible)")
-    print(f"  Python {platform.python_version()}, posenc_core from {Path(posenc_core.__file__).parent}")
-    print(f"  transparent hugepages: {_read('/sys/kernel/mm/transparent_hugepage/enabled')}; "
-          f"THP_MEM_ALLOC_ENABLE={os.environ.get('THP_MEM_ALLOC_ENABLE', 'unset')}")
+    print(
+        f"  Python {platform.python_version()}, posenc_core from {Path(posenc_core.__file__).parent}"
+    )
+    print(
+        f"  transparent hugepages: {_read('/sys/kernel/mm/transparent_hugepage/enabled')}; "
+        f"THP_MEM_ALLOC_ENABLE={os.environ.get('THP_MEM_ALLOC_ENABLE', 'unset')}"
+    )
     print(f"  HF formula uses {rotate_half_src}")
-    print(f"  shape (b, h, s, d) = {shape}, q and k per call; {warmup} warm-up + {rounds} timed rounds, "
-          f"interleaved; apply_rope chunk = {rope_mod._CHUNK_ELEMENTS} elements")
+    print(
+        f"  shape (b, h, s, d) = {shape}, q and k per call; {warmup} warm-up + {rounds} timed rounds, "
+        f"interleaved; apply_rope chunk = {rope_mod._CHUNK_ELEMENTS} elements"
+    )
     if args.quick:
         print("  QUICK MODE: small shape, results are indicative only")
     print()
@@ -227,7 +261,9 @@ def main(argv: list[str] | None = None) -> int:
     prealloc_q, prealloc_k = torch.empty_like(q), torch.empty_like(k)
     apply_rope = posenc_core.apply_rope
 
-    def eager(x: torch.Tensor, c: torch.Tensor, sn: torch.Tensor, layout: str = "half") -> torch.Tensor:
+    def eager(
+        x: torch.Tensor, c: torch.Tensor, sn: torch.Tensor, layout: str = "half"
+    ) -> torch.Tensor:
         return apply_rope(x, c, sn, layout=layout, fused=False)
 
     def hf(x: torch.Tensor, c: torch.Tensor, sn: torch.Tensor) -> torch.Tensor:
@@ -252,7 +288,9 @@ def main(argv: list[str] | None = None) -> int:
         diff_il = (ours_i - plain_i).abs().max().item()
         bit_il = torch.equal(ours_i, plain_i)
         del ours_i, plain_i
-        ref_b = hf(qb.double(), cos4.double(), sin4.double())  # the formula on the bf16 inputs, in float64
+        ref_b = hf(
+            qb.double(), cos4.double(), sin4.double()
+        )  # the formula on the bf16 inputs, in float64
         ours_b, hf_b = apply_rope(qb, cos, sin), hf(qb, cos4b, sin4b)
         diff_ours_b = (ours_b.double() - ref_b).abs().max().item()
         diff_hf_b = (hf_b.double() - ref_b).abs().max().item()
@@ -264,26 +302,44 @@ def main(argv: list[str] | None = None) -> int:
         path = f"{q.numel()} elements >= {rope_mod._FUSED_MIN_ELEMENTS}: the fused kernel"
     else:
         path = f"{q.numel()} elements < {rope_mod._FUSED_MIN_ELEMENTS}: the eager path"
-    print(f"First apply_rope call (float32, {path}): {t_first:.2f} s, compilation included"
-          + (f"; COMPILING FAILED, eager path used: {fused_error}" if fused_error else ""))
+    print(
+        f"First apply_rope call (float32, {path}): {t_first:.2f} s, compilation included"
+        + (f"; COMPILING FAILED, eager path used: {fused_error}" if fused_error else "")
+    )
     print()
     print("Correctness (q only; unit-normal inputs)")
-    print(f"  float32 half:        max |apply_rope - HF formula| = {diff_fp32:.3g}  "
-          f"(bit-identical: {bit_fp32}, {n_diff_fp32} of {q.numel()} elements differ); must be < {EQUALITY_TOL:g}")
-    print(f"  float32 half, eager path (fused=False): max |apply_rope - HF formula| = {diff_eager:.3g}  "
-          f"(bit-identical: {bit_eager})")
-    print(f"  float32 interleaved: max |apply_rope - plain formula| = {diff_il:.3g}  (bit-identical: {bit_il})")
-    print(f"  bfloat16: max |apply_rope - exact formula| = {diff_ours_b:.3g}, "
-          f"elements that are not the nearest bf16 to it: {not_nearest_ours} of {qb.numel()}; "
-          f"HF bf16: {diff_hf_b:.3g}, {not_nearest_hf} not nearest; max |apply_rope - HF bf16| = {diff_b_between:.3g}")
+    print(
+        f"  float32 half:        max |apply_rope - HF formula| = {diff_fp32:.3g}  "
+        f"(bit-identical: {bit_fp32}, {n_diff_fp32} of {q.numel()} elements differ); must be < {EQUALITY_TOL:g}"
+    )
+    print(
+        f"  float32 half, eager path (fused=False): max |apply_rope - HF formula| = {diff_eager:.3g}  "
+        f"(bit-identical: {bit_eager})"
+    )
+    print(
+        f"  float32 interleaved: max |apply_rope - plain formula| = {diff_il:.3g}  (bit-identical: {bit_il})"
+    )
+    print(
+        f"  bfloat16: max |apply_rope - exact formula| = {diff_ours_b:.3g}, "
+        f"elements that are not the nearest bf16 to it: {not_nearest_ours} of {qb.numel()}; "
+        f"HF bf16: {diff_hf_b:.3g}, {not_nearest_hf} not nearest; max |apply_rope - HF bf16| = {diff_b_between:.3g}"
+    )
     if not diff_fp32 < EQUALITY_TOL:
-        failures.append(f"float32 apply_rope differs from the HF formula by {diff_fp32:.3g} >= {EQUALITY_TOL:g}")
+        failures.append(
+            f"float32 apply_rope differs from the HF formula by {diff_fp32:.3g} >= {EQUALITY_TOL:g}"
+        )
     if not_nearest_ours:
-        failures.append(f"bfloat16 apply_rope is not the nearest bf16 value of the formula for {not_nearest_ours} elements")
+        failures.append(
+            f"bfloat16 apply_rope is not the nearest bf16 value of the formula for {not_nearest_ours} elements"
+        )
     if not diff_eager < EQUALITY_TOL:
-        failures.append(f"float32 eager apply_rope differs from the HF formula by {diff_eager:.3g} >= {EQUALITY_TOL:g}")
+        failures.append(
+            f"float32 eager apply_rope differs from the HF formula by {diff_eager:.3g} >= {EQUALITY_TOL:g}"
+        )
     if not diff_il < EQUALITY_TOL:
-        failures.append(f"float32 interleaved apply_rope differs from the plain formula by {diff_il:.3g} >= {EQUALITY_TOL:g}")
+        failures.append(
+            f"float32 interleaved apply_rope differs from the plain formula by {diff_il:.3g} >= {EQUALITY_TOL:g}"
+        )
     print()
 
     # ---------------------------------------------------------------- apply_rope timings
@@ -317,18 +373,34 @@ def main(argv: list[str] | None = None) -> int:
     r_il = t.ratio("apply_rope interleaved f32", "clone f32")
     r_copy = t.ratio("copy_ prealloc f32", "clone f32")
     r_eager = t.ratio("apply_rope eager half f32", "clone f32")
-    print("Ratios (ratio of medians; in brackets: per-round ratios, and the ratio of the fastest calls,")
+    print(
+        "Ratios (ratio of medians; in brackets: per-round ratios, and the ratio of the fastest calls,"
+    )
     print("which noise that only ever adds time cannot inflate)")
-    print(f"  1. apply_rope / clone, float32:            {r_clone:.3f}x   [{_paired(t, 'apply_rope half f32', 'clone f32')}]")
-    print(f"     eager path (fused=False) / clone, f32:  {r_eager:.3f}x   [{_paired(t, 'apply_rope eager half f32', 'clone f32')}]")
-    print(f"  2. HF eager time / apply_rope time, f32: {r_hf:.2f}x   [{_paired(t, 'HF eager f32', 'apply_rope half f32')}]")
-    print(f"  3. apply_rope / clone, bfloat16:           {r_clone_b:.3f}x   [{_paired(t, 'apply_rope half bf16', 'clone bf16')}]")
-    print(f"     HF eager time / apply_rope time, bf16:{r_hf_b:.2f}x   [{_paired(t, 'HF eager bf16', 'apply_rope half bf16')}]")
-    print(f"  4. apply_rope interleaved / clone, f32:    {r_il:.3f}x   [{_paired(t, 'apply_rope interleaved f32', 'clone f32')}]")
+    print(
+        f"  1. apply_rope / clone, float32:            {r_clone:.3f}x   [{_paired(t, 'apply_rope half f32', 'clone f32')}]"
+    )
+    print(
+        f"     eager path (fused=False) / clone, f32:  {r_eager:.3f}x   [{_paired(t, 'apply_rope eager half f32', 'clone f32')}]"
+    )
+    print(
+        f"  2. HF eager time / apply_rope time, f32: {r_hf:.2f}x   [{_paired(t, 'HF eager f32', 'apply_rope half f32')}]"
+    )
+    print(
+        f"  3. apply_rope / clone, bfloat16:           {r_clone_b:.3f}x   [{_paired(t, 'apply_rope half bf16', 'clone bf16')}]"
+    )
+    print(
+        f"     HF eager time / apply_rope time, bf16:{r_hf_b:.2f}x   [{_paired(t, 'HF eager bf16', 'apply_rope half bf16')}]"
+    )
+    print(
+        f"  4. apply_rope interleaved / clone, f32:    {r_il:.3f}x   [{_paired(t, 'apply_rope interleaved f32', 'clone f32')}]"
+    )
     print(f"     copy_ into a preallocated buffer takes {r_copy:.2f}x the time of clone", end="")
     if r_copy < 0.8:
-        print("; the difference is the first touch\n     of clone's fresh output pages (page faults), which every "
-              "out-of-place contender pays too,\n     so ratios to clone depend on what page faults cost on the machine")
+        print(
+            "; the difference is the first touch\n     of clone's fresh output pages (page faults), which every "
+            "out-of-place contender pays too,\n     so ratios to clone depend on what page faults cost on the machine"
+        )
     else:
         print(" (small tensors: fresh pages are not the bottleneck here)")
     print()
@@ -367,8 +439,14 @@ def main(argv: list[str] | None = None) -> int:
     ref_cos, ref_sin = _tables_float64_reference(table_len, d)
     ours_cos, ours_sin = posenc_core.rope_cos_sin(torch.arange(table_len), d)
     f32_cos, f32_sin = _tables_all_float32(table_len, d)
-    err_ours = max((ours_cos.double() - ref_cos).abs().max().item(), (ours_sin.double() - ref_sin).abs().max().item())
-    err_f32 = max((f32_cos.double() - ref_cos).abs().max().item(), (f32_sin.double() - ref_sin).abs().max().item())
+    err_ours = max(
+        (ours_cos.double() - ref_cos).abs().max().item(),
+        (ours_sin.double() - ref_sin).abs().max().item(),
+    )
+    err_f32 = max(
+        (f32_cos.double() - ref_cos).abs().max().item(),
+        (f32_sin.double() - ref_sin).abs().max().item(),
+    )
     del ref_cos, ref_sin, ours_cos, ours_sin, f32_cos, f32_sin
     positions = torch.arange(table_len)
     T = {
@@ -381,8 +459,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"cos/sin table of {table_len} x {d} (float32 result), ms per build")
     for name in T:
         print(f"  {name:38s} {_describe(tt, name)}")
-    print(f"  max abs error vs float64: rope_cos_sin {err_ours:.3g}, all-float32 {err_f32:.3g}; "
-          f"rope_cos_sin takes {r_tab:.2f}x the time")
+    print(
+        f"  max abs error vs float64: rope_cos_sin {err_ours:.3g}, all-float32 {err_f32:.3g}; "
+        f"rope_cos_sin takes {r_tab:.2f}x the time"
+    )
     print()
 
     # ---------------------------------------------------------------- verdicts
@@ -396,17 +476,33 @@ def main(argv: list[str] | None = None) -> int:
 
     print("Summary (Markdown)")
     print()
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {_cpu_model()}; "
-          f"q and k of shape {shape}, {rounds} interleaved rounds, medians"
-          + (" (QUICK MODE)" if args.quick else ""))
+    print(
+        f"torch {torch.__version__}, {torch.get_num_threads()} threads, {_cpu_model()}; "
+        f"q and k of shape {shape}, {rounds} interleaved rounds, medians"
+        + (" (QUICK MODE)" if args.quick else "")
+    )
     print()
     print("| contender (q and k per call) | median ms | min-max ms | ratio | target | result |")
     print("|---|---:|---:|---:|---|---|")
     print(row("clone f32", "1.00 (floor)", "", ""))
     print(row("copy_ prealloc f32", f"{r_copy:.2f}x clone", "report", "-"))
-    print(row("apply_rope half f32", f"{r_clone:.2f}x clone", f"<= {TARGET_VS_CLONE}x clone", verdict[pass_clone]))
+    print(
+        row(
+            "apply_rope half f32",
+            f"{r_clone:.2f}x clone",
+            f"<= {TARGET_VS_CLONE}x clone",
+            verdict[pass_clone],
+        )
+    )
     print(row("apply_rope eager half f32", f"{r_eager:.2f}x clone", "report", "-"))
-    print(row("HF eager f32", f"{r_hf:.2f}x apply_rope", f">= {TARGET_VS_HF}x apply_rope", verdict[pass_hf]))
+    print(
+        row(
+            "HF eager f32",
+            f"{r_hf:.2f}x apply_rope",
+            f">= {TARGET_VS_HF}x apply_rope",
+            verdict[pass_hf],
+        )
+    )
     print(row("apply_rope interleaved f32", f"{r_il:.2f}x clone", "report", "-"))
     print(row("clone bf16", "1.00 (floor)", "", ""))
     print(row("apply_rope half bf16", f"{r_clone_b:.2f}x clone", "report", "-"))
@@ -414,18 +510,29 @@ def main(argv: list[str] | None = None) -> int:
     for name, err in zip(T, (err_ours, err_f32)):
         print(row(name, f"max err {err:.2g}", f"table {table_len}x{d}", "-", tm=tt))
     print()
-    print(f"float32 max |apply_rope - HF formula| = {diff_fp32:.3g} (bit-identical: {bit_fp32}); "
-          f"HF formula: {rotate_half_src}")
+    print(
+        f"float32 max |apply_rope - HF formula| = {diff_fp32:.3g} (bit-identical: {bit_fp32}); "
+        f"HF formula: {rotate_half_src}"
+    )
     print()
 
-    print(f"TARGET 1  apply_rope <= {TARGET_VS_CLONE}x clone (float32):   {verdict[pass_clone]}  ({r_clone:.3f}x)")
-    print(f"TARGET 2  apply_rope >= {TARGET_VS_HF}x faster than HF eager: {verdict[pass_hf]}  ({r_hf:.2f}x)")
-    print(f"CHECK     float32 result within {EQUALITY_TOL:g} of HF formula:   {verdict[diff_fp32 < EQUALITY_TOL]}  ({diff_fp32:.3g})")
+    print(
+        f"TARGET 1  apply_rope <= {TARGET_VS_CLONE}x clone (float32):   {verdict[pass_clone]}  ({r_clone:.3f}x)"
+    )
+    print(
+        f"TARGET 2  apply_rope >= {TARGET_VS_HF}x faster than HF eager: {verdict[pass_hf]}  ({r_hf:.2f}x)"
+    )
+    print(
+        f"CHECK     float32 result within {EQUALITY_TOL:g} of HF formula:   {verdict[diff_fp32 < EQUALITY_TOL]}  ({diff_fp32:.3g})"
+    )
     missed = [n for n, ok in (("1 (vs clone)", pass_clone), ("2 (vs HF)", pass_hf)) if not ok]
     if missed:
         print()
         print("!" * 72)
-        print(f"!!! TARGET MISSED: {', '.join(missed)}" + (" (quick mode: indicative only)" if args.quick else ""))
+        print(
+            f"!!! TARGET MISSED: {', '.join(missed)}"
+            + (" (quick mode: indicative only)" if args.quick else "")
+        )
         print("!" * 72)
     if failures:
         print()

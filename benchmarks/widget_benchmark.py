@@ -72,19 +72,31 @@ def percentile(xs: list[float], q: float) -> float:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--updates", type=int, default=30, help="timed updates per control (default 30)")
-    parser.add_argument("--warmup", type=int, default=3, help="untimed updates per control first (default 3)")
-    parser.add_argument("--strict", action="store_true", help="exit 1 if a median misses the target")
+    parser.add_argument(
+        "--updates", type=int, default=30, help="timed updates per control (default 30)"
+    )
+    parser.add_argument(
+        "--warmup", type=int, default=3, help="untimed updates per control first (default 3)"
+    )
+    parser.add_argument(
+        "--strict", action="store_true", help="exit 1 if a median misses the target"
+    )
     args = parser.parse_args()
     if args.updates < 2:
         parser.error(f"--updates must be >= 2, got {args.updates}")
 
-    print(f"python {platform.python_version()}, matplotlib {matplotlib.__version__}, ipywidgets "
-          f"{ipywidgets.__version__}, {platform.machine()} with {os.cpu_count()} CPUs, {platform.platform()}")
-    print(f"live mode, {args.updates} timed updates per control after {args.warmup} warm-up updates; "
-          f"target: median <= {TARGET_MS:.0f} ms\n")
-    header = (f"{'explorer':<14} {'control':<10} {'n':>3} {'median':>8} {'p10':>7} {'p90':>7} {'min':>7} "
-              f"{'max':>7} {'PNG KB':>7}  result")
+    print(
+        f"python {platform.python_version()}, matplotlib {matplotlib.__version__}, ipywidgets "
+        f"{ipywidgets.__version__}, {platform.machine()} with {os.cpu_count()} CPUs, {platform.platform()}"
+    )
+    print(
+        f"live mode, {args.updates} timed updates per control after {args.warmup} warm-up updates; "
+        f"target: median <= {TARGET_MS:.0f} ms\n"
+    )
+    header = (
+        f"{'explorer':<14} {'control':<10} {'n':>3} {'median':>8} {'p10':>7} {'p90':>7} {'min':>7} "
+        f"{'max':>7} {'PNG KB':>7}  result"
+    )
     print(header)
     print("-" * len(header))
     misses, broken = [], []
@@ -106,20 +118,29 @@ def main() -> int:
                 png = bytes(explorer._image.value)  # what the Image widget now shows
                 times.append((time.perf_counter() - t0) * 1e3)
                 sizes.append(len(png))
-                if png == previous or not png.startswith(b"\x89PNG") or explorer.last_error is not None:
+                if (
+                    png == previous
+                    or not png.startswith(b"\x89PNG")
+                    or explorer.last_error is not None
+                ):
                     broken.append(f"{explorer.name}.{name} = {v!r}")
                 previous = png
             median = statistics.median(times)
             ok = median <= TARGET_MS
             if not ok:
                 misses.append(f"{explorer.name}.{name}")
-            print(f"{explorer.name:<14} {name:<10} {len(times):>3} {median:>6.1f}ms {percentile(times, 0.1):>5.1f}ms "
-                  f"{percentile(times, 0.9):>5.1f}ms {min(times):>5.1f}ms {max(times):>5.1f}ms "
-                  f"{statistics.mean(sizes) / 1e3:>7.1f}  {'PASS' if ok else 'FAIL'}")
+            print(
+                f"{explorer.name:<14} {name:<10} {len(times):>3} {median:>6.1f}ms {percentile(times, 0.1):>5.1f}ms "
+                f"{percentile(times, 0.9):>5.1f}ms {min(times):>5.1f}ms {max(times):>5.1f}ms "
+                f"{statistics.mean(sizes) / 1e3:>7.1f}  {'PASS' if ok else 'FAIL'}"
+            )
         print(f"{'':<14} (built in {build_ms:.0f} ms)")
     print()
     if broken:
-        print("ERROR: these updates did not produce a new PNG (or recorded an error):", ", ".join(broken))
+        print(
+            "ERROR: these updates did not produce a new PNG (or recorded an error):",
+            ", ".join(broken),
+        )
         return 2
     if misses:
         print("=" * 72)

@@ -71,7 +71,9 @@ def round_once_into(y: torch.Tensor, out: torch.Tensor, scratch: torch.Tensor) -
 
 def _round_once(t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     f = t.to(torch.float32)
-    f = torch.where(f.double().abs() > t.abs(), torch.nextafter(f, torch.zeros_like(f)), f)  # toward 0
+    f = torch.where(
+        f.double().abs() > t.abs(), torch.nextafter(f, torch.zeros_like(f)), f
+    )  # toward 0
     odd = (f.view(torch.int32) | 1).view(torch.float32)
     return torch.where(f.double() != t, odd, f).to(dtype)
 

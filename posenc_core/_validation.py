@@ -13,8 +13,6 @@ from collections.abc import Iterable
 
 import torch
 
-from ._numerics import LOW_PRECISION
-
 _FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 
 
@@ -30,7 +28,9 @@ def positive_int(name: str, value: object) -> int:
 def non_negative_int(name: str, value: object) -> int:
     """Return ``value`` as an int, requiring an integer >= 0."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be a non-negative integer, got {type(value).__name__} {value!r}")
+        raise TypeError(
+            f"{name} must be a non-negative integer, got {type(value).__name__} {value!r}"
+        )
     if value < 0:
         raise ValueError(f"{name} must be a non-negative integer, got {value}")
     return int(value)
@@ -71,7 +71,9 @@ def factor_value(name: str, value: object) -> float:
     """Return a context-extension factor, requiring a finite number >= 1."""
     value = real_number(name, value)
     if value < 1.0:
-        raise ValueError(f"{name} must be a finite number >= 1 (a context-extension factor), got {value}")
+        raise ValueError(
+            f"{name} must be a finite number >= 1 (a context-extension factor), got {value}"
+        )
     return value
 
 
@@ -79,7 +81,9 @@ def choice(name: str, value: object, allowed: Iterable[str]) -> str:
     """Return ``value`` if it is one of ``allowed``."""
     allowed = tuple(allowed)
     if not isinstance(value, str) or value not in allowed:
-        raise ValueError(f"{name} must be one of {', '.join(repr(a) for a in allowed)}; got {value!r}")
+        raise ValueError(
+            f"{name} must be one of {', '.join(repr(a) for a in allowed)}; got {value!r}"
+        )
     return value
 
 
@@ -87,7 +91,10 @@ def boolean(name: str, value: object) -> bool:
     """Return ``value`` if it is a bool (``numpy.bool_`` too): not 0/1, not a string."""
     if isinstance(value, bool):
         return value
-    if type(value).__module__ == "numpy" and type(value).__name__ in ("bool", "bool_"):  # numpy.bool_
+    if type(value).__module__ == "numpy" and type(value).__name__ in (
+        "bool",
+        "bool_",
+    ):  # numpy.bool_
         return bool(value)
     raise TypeError(f"{name} must be True or False, got {type(value).__name__} {value!r}")
 
@@ -97,11 +104,15 @@ def device_value(name: str, value: object) -> torch.device | None:
     if value is None or isinstance(value, torch.device):
         return value
     if not isinstance(value, (str, int)) or isinstance(value, bool):
-        raise TypeError(f"{name} must be a torch.device, a string such as 'cpu' or 'cuda:0', or None; got {type(value).__name__} {value!r}")
+        raise TypeError(
+            f"{name} must be a torch.device, a string such as 'cpu' or 'cuda:0', or None; got {type(value).__name__} {value!r}"
+        )
     try:
         return torch.device(value)
     except RuntimeError as exc:
-        raise ValueError(f"{name} must name a device such as 'cpu' or 'cuda:0', got {value!r} ({exc})") from None
+        raise ValueError(
+            f"{name} must name a device such as 'cpu' or 'cuda:0', got {value!r} ({exc})"
+        ) from None
 
 
 def float_dtype(name: str, value: object) -> torch.dtype:
@@ -157,10 +168,14 @@ def as_positions(name: str, positions: object, device: torch.device | None = Non
     else:
         try:
             out = torch.as_tensor(positions, device=device)
-            if out.is_floating_point():  # Python floats: keep all 53 bits, not torch's default float32
+            if (
+                out.is_floating_point()
+            ):  # Python floats: keep all 53 bits, not torch's default float32
                 out = torch.as_tensor(positions, dtype=torch.float64, device=device)
         except (TypeError, ValueError, RuntimeError) as err:
-            raise TypeError(f"{name} must be a tensor, sequence or number of positions, got {positions!r}") from err
+            raise TypeError(
+                f"{name} must be a tensor, sequence or number of positions, got {positions!r}"
+            ) from err
         if out.dtype == torch.bool or out.is_complex():
             raise TypeError(f"{name} must hold real numbers, got {positions!r}")
         finite(name, out)

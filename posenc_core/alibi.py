@@ -88,7 +88,9 @@ def alibi_bias(
     q_len = check.positive_int("q_len", q_len)
     k_len = check.positive_int("k_len", k_len)
     if q_len > k_len:
-        raise ValueError(f"q_len must be <= k_len (queries are the last q_len keys), got q_len={q_len}, k_len={k_len}")
+        raise ValueError(
+            f"q_len must be <= k_len (queries are the last q_len keys), got q_len={q_len}, k_len={k_len}"
+        )
     causal = check.boolean("causal", causal)
     dtype = check.float_dtype("dtype", dtype)
     device = check.device_value("device", device)
@@ -105,7 +107,11 @@ def alibi_bias(
 
 
 def alibi_key_bias(
-    n_heads: int, k_len: int, *, dtype: torch.dtype = torch.float32, device: torch.device | str | None = None
+    n_heads: int,
+    k_len: int,
+    *,
+    dtype: torch.dtype = torch.float32,
+    device: torch.device | str | None = None,
 ) -> torch.Tensor:
     """The reference implementation's shortcut: a bias ``m_h * j`` that depends only on the key.
 

@@ -51,7 +51,9 @@ def _check_table(table: torch.Tensor, min_rows: int = 0) -> None:
     check.tensor("table", table, min_dim=2, floating=True)
     if table.dim() != 2 or table.shape[1] < 1 or table.shape[0] < min_rows:
         rows = f"n >= {min_rows} and " if min_rows else ""
-        raise ValueError(f"table must have shape (n, d) with {rows}d >= 1, got shape {tuple(table.shape)}")
+        raise ValueError(
+            f"table must have shape (n, d) with {rows}d >= 1, got shape {tuple(table.shape)}"
+        )
     check.finite("table", table)
 
 
@@ -59,7 +61,9 @@ def _check_curve(curve: torch.Tensor) -> torch.Tensor:
     """A finite 1-D real (integer or floating) tensor, returned as float64."""
     check.tensor("curve", curve, min_dim=1)
     if curve.dtype == torch.bool or curve.is_complex():
-        raise TypeError(f"curve must be a real (integer or floating-point) tensor, got dtype {curve.dtype}")
+        raise TypeError(
+            f"curve must be a real (integer or floating-point) tensor, got dtype {curve.dtype}"
+        )
     if curve.dim() != 1:
         raise ValueError(
             f"curve must be 1-D (one value per offset k = 0, 1, ...), got shape {tuple(curve.shape)}"
@@ -154,7 +158,9 @@ def largest_reversal(curve: torch.Tensor) -> tuple[float, int, int]:
     s = _check_curve(curve)
     if s.numel() == 0:
         raise ValueError("curve must have at least one value, got shape (0,)")
-    later_max = torch.flip(torch.cummax(torch.flip(s, [0]), 0).values, [0])  # max of s at offsets >= k
+    later_max = torch.flip(
+        torch.cummax(torch.flip(s, [0]), 0).values, [0]
+    )  # max of s at offsets >= k
     near = int(torch.argmax(later_max - s))
     far = near + int(torch.argmax(s[near:]))
     return float(s[far] - s[near]), near, far
@@ -339,7 +345,9 @@ def score_decomposition(
         if t.dim() != 2:
             raise ValueError(f"{name} must be 2-D, got shape {tuple(t.shape)}")
     if content.shape != position.shape:
-        raise ValueError(f"content and position must have the same shape, got {tuple(content.shape)} and {tuple(position.shape)}")
+        raise ValueError(
+            f"content and position must have the same shape, got {tuple(content.shape)} and {tuple(position.shape)}"
+        )
     if w_q.shape != w_k.shape or w_q.shape[0] != content.shape[1] or w_q.shape[1] < 1:
         raise ValueError(
             f"w_q and w_k must both have shape (d={content.shape[1]}, d_h) with d_h >= 1, got "

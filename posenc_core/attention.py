@@ -68,16 +68,24 @@ def _check_bias(bias: object, scores_shape: tuple[int, ...], like: torch.Tensor)
             "without enlarging them (each of its trailing dimensions 1 or equal to the scores')"
         )
     if bias.device != like.device:
-        raise ValueError(f"bias must be on the same device as the queries ({like.device}), got {bias.device}")
+        raise ValueError(
+            f"bias must be on the same device as the queries ({like.device}), got {bias.device}"
+        )
     return bias
 
 
-def _combined_mask(bias: torch.Tensor | None, q_len: int, k_len: int, causal: bool, like: torch.Tensor) -> torch.Tensor | None:
+def _combined_mask(
+    bias: torch.Tensor | None, q_len: int, k_len: int, causal: bool, like: torch.Tensor
+) -> torch.Tensor | None:
     """Additive mask (q_len, k_len) or broadcastable bias with the causal part folded in."""
     if not causal:
         return bias
-    keep = torch.ones(q_len, k_len, dtype=torch.bool, device=like.device).tril(k_len - q_len)  # (q, k)
-    causal_mask = torch.zeros(q_len, k_len, dtype=like.dtype, device=like.device).masked_fill(~keep, float("-inf"))
+    keep = torch.ones(q_len, k_len, dtype=torch.bool, device=like.device).tril(
+        k_len - q_len
+    )  # (q, k)
+    causal_mask = torch.zeros(q_len, k_len, dtype=like.dtype, device=like.device).masked_fill(
+        ~keep, float("-inf")
+    )
     return causal_mask if bias is None else bias + causal_mask
 
 
@@ -130,27 +138,41 @@ def attention(
     if q.shape[-1] == 0:
         raise ValueError(f"q and k must have a last dimension d_h >= 1, got {shapes()}")
     if k.shape[-2] != v.shape[-2]:
-        raise ValueError(f"k and v must have the same sequence length (number of keys s_k), got {shapes()}")
+        raise ValueError(
+            f"k and v must have the same sequence length (number of keys s_k), got {shapes()}"
+        )
     if k.shape[-2] == 0 and q.shape[-2] > 0:
-        raise ValueError(f"k and v must hold at least one key (softmax over no keys is undefined), got {shapes()}")
+        raise ValueError(
+            f"k and v must hold at least one key (softmax over no keys is undefined), got {shapes()}"
+        )
     batch = _broadcast(_shape(q)[:-2], _shape(k)[:-2], _shape(v)[:-2])
     if batch is None:
-        raise ValueError(f"the leading (batch/head) dimensions of q, k and v must be equal or broadcastable, got {shapes()}")
+        raise ValueError(
+            f"the leading (batch/head) dimensions of q, k and v must be equal or broadcastable, got {shapes()}"
+        )
     if not (q.dtype == k.dtype == v.dtype) and not _autocast_on(q):
-        raise TypeError(f"q, k and v must have the same dtype, got q {q.dtype}, k {k.dtype}, v {v.dtype}")
+        raise TypeError(
+            f"q, k and v must have the same dtype, got q {q.dtype}, k {k.dtype}, v {v.dtype}"
+        )
     if not (q.device == k.device == v.device):
-        raise ValueError(f"q, k and v must be on the same device, got q {q.device}, k {k.device}, v {v.device}")
+        raise ValueError(
+            f"q, k and v must be on the same device, got q {q.device}, k {k.device}, v {v.device}"
+        )
     s_q, s_k = q.shape[-2], k.shape[-2]
     if causal and s_q > s_k:
         raise ValueError(f"with causal=True, q may not be longer than k, got s_q={s_q}, s_k={s_k}")
     if bias is not None:
         bias = _check_bias(bias, batch + (s_q, s_k), q).to(q.dtype)
-        if bias.dim() < 2:  # (s_k,) or (): a view with the same broadcast, as SDPA wants >= 2 dims on 4-D inputs
+        if (
+            bias.dim() < 2
+        ):  # (s_k,) or (): a view with the same broadcast, as SDPA wants >= 2 dims on 4-D inputs
             bias = bias.reshape((1,) * (2 - bias.dim()) + _shape(bias))
     if not return_weights:
         if bias is None and (not causal or s_q == s_k):
             return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
-        return F.scaled_dot_product_attention(q, k, v, attn_mask=_combined_mask(bias, s_q, s_k, causal, q))
+        return F.scaled_dot_product_attention(
+            q, k, v, attn_mask=_combined_mask(bias, s_q, s_k, causal, q)
+        )
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (..., s_q, s_k)
     mask = _combined_mask(bias, s_q, s_k, causal, q)
     if mask is not None:
@@ -184,14 +206,20 @@ def self_attention(
     for name, w in (("w_q", w_q), ("w_k", w_k), ("w_v", w_v)):
         check.tensor(name, w, min_dim=2, floating=True)
         if w.dim() != 2 or w.shape[0] != x.shape[-1]:
-            raise ValueError(f"{name} must have shape (d_model={x.shape[-1]}, d_head), got {tuple(w.shape)}")
+            raise ValueError(
+                f"{name} must have shape (d_model={x.shape[-1]}, d_head), got {tuple(w.shape)}"
+            )
         if w.dtype != x.dtype and not _autocast_on(x):
             raise TypeError(f"{name} must have the dtype of x ({x.dtype}), got {w.dtype}")
         if w.device != x.device:
             raise ValueError(f"{name} must be on the device of x ({x.device}), got {w.device}")
     if w_q.shape[1] != w_k.shape[1]:
-        raise ValueError(f"w_q and w_k must have the same width d_h, got w_q {_shape(w_q)}, w_k {_shape(w_k)}")
-    return attention(x @ w_q, x @ w_k, x @ w_v, causal=causal, bias=bias, return_weights=return_weights)
+        raise ValueError(
+            f"w_q and w_k must have the same width d_h, got w_q {_shape(w_q)}, w_k {_shape(w_k)}"
+        )
+    return attention(
+        x @ w_q, x @ w_k, x @ w_v, causal=causal, bias=bias, return_weights=return_weights
+    )
 
 
 class MultiHeadSelfAttention(nn.Module):
@@ -224,9 +252,13 @@ class MultiHeadSelfAttention(nn.Module):
         self.head_dim = d_model // n_heads
         if rope is not None:
             if not isinstance(rope, RotaryEmbedding):
-                raise TypeError(f"rope must be None or a RotaryEmbedding, got {type(rope).__name__}")
+                raise TypeError(
+                    f"rope must be None or a RotaryEmbedding, got {type(rope).__name__}"
+                )
             if rope.head_dim != self.head_dim:
-                raise ValueError(f"rope.head_dim={rope.head_dim} must equal d_model // n_heads = {self.head_dim}")
+                raise ValueError(
+                    f"rope.head_dim={rope.head_dim} must equal d_model // n_heads = {self.head_dim}"
+                )
         self.rope = rope
         self.alibi = check.boolean("alibi", alibi)
         bias = check.boolean("bias", bias)
@@ -258,14 +290,20 @@ class MultiHeadSelfAttention(nn.Module):
         """
         check.tensor("x", x, min_dim=3, floating=True)
         if x.dim() != 3 or x.shape[-1] != self.d_model:
-            raise ValueError(f"x must have shape (b, s, d_model={self.d_model}), got {tuple(x.shape)}")
+            raise ValueError(
+                f"x must have shape (b, s, d_model={self.d_model}), got {tuple(x.shape)}"
+            )
         causal = check.boolean("causal", causal)
         return_weights = check.boolean("return_weights", return_weights)
         w = self.qkv.weight
         if x.dtype != w.dtype and not _autocast_on(x):
-            raise TypeError(f"x must have the dtype of the module's parameters ({w.dtype}), got {x.dtype}")
+            raise TypeError(
+                f"x must have the dtype of the module's parameters ({w.dtype}), got {x.dtype}"
+            )
         if x.device != w.device:
-            raise ValueError(f"x must be on the device of the module's parameters ({w.device}), got {x.device}")
+            raise ValueError(
+                f"x must be on the device of the module's parameters ({w.device}), got {x.device}"
+            )
         b, s, _ = x.shape
         if bias is not None:
             bias = _check_bias(bias, (b, self.n_heads, s, s), x)
@@ -274,7 +312,9 @@ class MultiHeadSelfAttention(nn.Module):
         if self.rope is not None:
             q, k = self.rope(q, k, positions)
         if self.alibi and s > 0:  # alibi_bias needs a length >= 1; nothing to bias when s = 0
-            ab = alibi_bias(self.n_heads, s, s, causal=causal, dtype=x.dtype, device=x.device)  # (h, s, s)
+            ab = alibi_bias(
+                self.n_heads, s, s, causal=causal, dtype=x.dtype, device=x.device
+            )  # (h, s, s)
             bias = ab if bias is None else bias + ab
         result = attention(q, k, val, causal=causal, bias=bias, return_weights=return_weights)
         ctx, weights = result if return_weights else (result, None)

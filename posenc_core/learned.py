@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from . import _validation as check
-from ._numerics import round_once
+from ._numerics import LOW_PRECISION, round_once
 
 
 class LearnedPositionalEmbedding(nn.Module):
@@ -48,8 +48,14 @@ class LearnedPositionalEmbedding(nn.Module):
     def _check_positions(self, positions: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
         """Check explicit position ids against ``x`` and the table; return them unchanged."""
         positions = check.tensor("positions", positions)
-        if positions.dtype.is_floating_point or positions.is_complex() or positions.dtype == torch.bool:
-            raise TypeError(f"positions must be an integer tensor (position ids), got dtype {positions.dtype}")
+        if (
+            positions.dtype.is_floating_point
+            or positions.is_complex()
+            or positions.dtype == torch.bool
+        ):
+            raise TypeError(
+                f"positions must be an integer tensor (position ids), got dtype {positions.dtype}"
+            )
         seq, lead = x.shape[-2], tuple(x.shape[:-1])  # lead = (b, s) or (s,)
         shape = tuple(positions.shape)
         fits = 1 <= len(shape) <= len(lead) and shape[-1] == seq
@@ -106,7 +112,9 @@ class LearnedPositionalEmbedding(nn.Module):
         seq = x.shape[-2]
         if positions is None:
             if seq:
-                self._check_range(offset + seq - 1, f"a sequence of length {seq} at offset {offset}")
+                self._check_range(
+                    offset + seq - 1, f"a sequence of length {seq} at offset {offset}"
+                )
             rows = self.weight[offset : offset + seq]  # (s, d)
         else:
             if offset != 0:
@@ -116,8 +124,10 @@ class LearnedPositionalEmbedding(nn.Module):
                 )
             positions = self._check_positions(positions, x)
             rows = self.weight[positions.to(self.weight.device)]  # positions.shape + (d,)
-        if x.dtype in check.LOW_PRECISION:  # one rounding of the exact sum, not two
-            return round_once(x.to(torch.float64) + rows.to(device=x.device, dtype=torch.float64), x.dtype)
+        if x.dtype in LOW_PRECISION:  # one rounding of the exact sum, not two
+            return round_once(
+                x.to(torch.float64) + rows.to(device=x.device, dtype=torch.float64), x.dtype
+            )
         return x + rows.to(device=x.device, dtype=x.dtype)
 
     def extra_repr(self) -> str:

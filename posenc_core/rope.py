@@ -41,7 +41,7 @@ from torch import nn
 
 from . import _format
 from . import _validation as check
-from ._numerics import round_once, round_once_into
+from ._numerics import LOW_PRECISION, round_once, round_once_into
 
 LAYOUTS = ("half", "interleaved")
 ROPE_TYPES = ("default", "linear", "ntk", "dynamic", "yarn", "llama3")
@@ -89,7 +89,9 @@ def parse_scaling(scaling: Mapping[str, Any] | None, *, base: float = 10000.0) -
     if scaling is None:
         return {"rope_type": "default"}
     if not isinstance(scaling, Mapping):
-        raise TypeError(f"scaling must be None or a dict like a Hugging Face rope_scaling, got {type(scaling).__name__}")
+        raise TypeError(
+            f"scaling must be None or a dict like a Hugging Face rope_scaling, got {type(scaling).__name__}"
+        )
     rope_type = scaling.get("rope_type", scaling.get("type", "default"))
     check.choice("scaling['rope_type']", rope_type, ROPE_TYPES)
     if "rope_theta" in scaling:
@@ -100,14 +102,18 @@ def parse_scaling(scaling: Mapping[str, Any] | None, *, base: float = 10000.0) -
             )
     prf = scaling.get("partial_rotary_factor")
     if prf is not None and check.real_number("scaling['partial_rotary_factor']", prf) != 1.0:
-        raise ValueError(f"scaling['partial_rotary_factor'] must be 1.0 (partial rotary is not supported), got {prf}")
+        raise ValueError(
+            f"scaling['partial_rotary_factor'] must be 1.0 (partial rotary is not supported), got {prf}"
+        )
     out: dict[str, Any] = {"rope_type": rope_type}
     if rope_type == "default":
         return out
 
     def need(key: str) -> Any:
         if scaling.get(key) is None:
-            raise ValueError(f"scaling of rope_type {rope_type!r} needs the key {key!r}; got keys {sorted(scaling)}")
+            raise ValueError(
+                f"scaling of rope_type {rope_type!r} needs the key {key!r}; got keys {sorted(scaling)}"
+            )
         return scaling[key]
 
     out["factor"] = check.factor_value("scaling['factor']", need("factor"))
@@ -116,8 +122,12 @@ def parse_scaling(scaling: Mapping[str, Any] | None, *, base: float = 10000.0) -
             "scaling['original_max_position_embeddings']", need("original_max_position_embeddings")
         )
     if rope_type == "yarn":
-        out["beta_fast"] = check.real_number("scaling['beta_fast']", scaling.get("beta_fast") or 32.0)
-        out["beta_slow"] = check.real_number("scaling['beta_slow']", scaling.get("beta_slow") or 1.0)
+        out["beta_fast"] = check.real_number(
+            "scaling['beta_fast']", scaling.get("beta_fast") or 32.0
+        )
+        out["beta_slow"] = check.real_number(
+            "scaling['beta_slow']", scaling.get("beta_slow") or 1.0
+        )
         if not out["beta_fast"] > out["beta_slow"] > 0:
             raise ValueError(
                 f"scaling needs beta_fast > beta_slow > 0, got beta_fast={out['beta_fast']}, beta_slow={out['beta_slow']}"
@@ -127,15 +137,21 @@ def parse_scaling(scaling: Mapping[str, Any] | None, *, base: float = 10000.0) -
         mscale, mscale_all_dim = scaling.get("mscale"), scaling.get("mscale_all_dim")
         for key, value in (("mscale", mscale), ("mscale_all_dim", mscale_all_dim)):
             if value is not None and check.real_number(f"scaling['{key}']", value) < 0:
-                raise ValueError(f"scaling['{key}'] must be >= 0 (0 or absent: not used), got {value}")
+                raise ValueError(
+                    f"scaling['{key}'] must be >= 0 (0 or absent: not used), got {value}"
+                )
         if af is None:
             if mscale and mscale_all_dim:
-                af = _yarn_mscale(out["factor"], mscale) / _yarn_mscale(out["factor"], mscale_all_dim)
+                af = _yarn_mscale(out["factor"], mscale) / _yarn_mscale(
+                    out["factor"], mscale_all_dim
+                )
             else:
                 af = _yarn_mscale(out["factor"])
         out["attention_factor"] = check.real_number("scaling['attention_factor']", af)
         if out["attention_factor"] <= 0:
-            raise ValueError(f"scaling['attention_factor'] must be > 0 (it multiplies cos and sin), got {af}")
+            raise ValueError(
+                f"scaling['attention_factor'] must be > 0 (it multiplies cos and sin), got {af}"
+            )
     if rope_type == "llama3":
         low = check.real_number("scaling['low_freq_factor']", need("low_freq_factor"))
         high = check.real_number("scaling['high_freq_factor']", need("high_freq_factor"))
@@ -208,11 +224,15 @@ def rope_frequencies(
         seq_len = check.positive_int("seq_len", seq_len)
     if kind == "ntk":
         if d == 2:
-            raise ValueError("head_dim must be > 2 for ntk scaling (the exponent is d/(d-2)), got 2")
+            raise ValueError(
+                "head_dim must be > 2 for ntk scaling (the exponent is d/(d-2)), got 2"
+            )
         base = base * cfg["factor"] ** (d / (d - 2))
     elif kind == "dynamic":
         if d == 2:
-            raise ValueError("head_dim must be > 2 for dynamic scaling (the exponent is d/(d-2)), got 2")
+            raise ValueError(
+                "head_dim must be > 2 for dynamic scaling (the exponent is d/(d-2)), got 2"
+            )
         l0 = cfg["original_max_position_embeddings"]
         length = l0 if seq_len is None else max(seq_len, l0)
         base = base * (cfg["factor"] * length / l0 - (cfg["factor"] - 1)) ** (d / (d - 2))
@@ -242,10 +262,14 @@ def rope_frequencies(
         low_wavelen = l0 / cfg["low_freq_factor"]
         high_wavelen = l0 / cfg["high_freq_factor"]
         wavelen = 2 * math.pi / inv_freq
-        smooth = (l0 / wavelen - cfg["low_freq_factor"]) / (cfg["high_freq_factor"] - cfg["low_freq_factor"])
+        smooth = (l0 / wavelen - cfg["low_freq_factor"]) / (
+            cfg["high_freq_factor"] - cfg["low_freq_factor"]
+        )
         smoothed = (1 - smooth) * inv_freq / factor + smooth * inv_freq
         inv_freq = torch.where(
-            wavelen < high_wavelen, inv_freq, torch.where(wavelen > low_wavelen, inv_freq / factor, smoothed)
+            wavelen < high_wavelen,
+            inv_freq,
+            torch.where(wavelen > low_wavelen, inv_freq / factor, smoothed),
         )
     return inv_freq
 
@@ -304,7 +328,9 @@ def rope_cos_sin(
     check.choice("layout", layout, LAYOUTS)
     dtype = check.float_dtype("dtype", dtype)
     device = positions.device if isinstance(positions, torch.Tensor) else None
-    angles = rope_angles(positions, head_dim, base=base, scaling=scaling, seq_len=seq_len)  # P + (d/2,)
+    angles = rope_angles(
+        positions, head_dim, base=base, scaling=scaling, seq_len=seq_len
+    )  # P + (d/2,)
     scale = parse_scaling(scaling, base=base).get("attention_factor", 1.0)
     cos, sin = torch.cos(angles) * scale, torch.sin(angles) * scale
     cos, sin = round_once(cos, dtype), round_once(sin, dtype)
@@ -366,7 +392,9 @@ def _check_apply_args(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, lay
     d = x.shape[-1]
     check.even_int("x.shape[-1] (head_dim)", d)
     if cos.shape != sin.shape:
-        raise ValueError(f"cos and sin must have the same shape, got {tuple(cos.shape)} and {tuple(sin.shape)}")
+        raise ValueError(
+            f"cos and sin must have the same shape, got {tuple(cos.shape)} and {tuple(sin.shape)}"
+        )
     if cos.shape[-1] != d:
         raise ValueError(
             f"cos and sin must have last dimension head_dim={d} (the last dimension of x), got shape {tuple(cos.shape)}"
@@ -381,7 +409,9 @@ def _check_apply_args(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, lay
             f"(..., seq, head_dim); for per-batch positions give them shape (b, 1, s, d)"
         )
     if cos.device != x.device or sin.device != x.device:
-        raise ValueError(f"cos, sin and x must be on one device, got {cos.device}, {sin.device} and {x.device}")
+        raise ValueError(
+            f"cos, sin and x must be on one device, got {cos.device}, {sin.device} and {x.device}"
+        )
 
 
 def _halves(t: torch.Tensor, layout: str) -> tuple[torch.Tensor, torch.Tensor]:
@@ -404,7 +434,12 @@ def _swap_sin(sin: torch.Tensor, layout: str) -> torch.Tensor:
 
 
 def _rotate_into(
-    x: torch.Tensor, cos: torch.Tensor, sin_swapped: torch.Tensor, out: torch.Tensor, tmp: torch.Tensor, layout: str
+    x: torch.Tensor,
+    cos: torch.Tensor,
+    sin_swapped: torch.Tensor,
+    out: torch.Tensor,
+    tmp: torch.Tensor,
+    layout: str,
 ) -> None:
     """out = x * cos + rotate_pairs(x) * sin, with the roundings of that formula bit for bit.
 
@@ -413,7 +448,9 @@ def _rotate_into(
     the formula ((-a) * b == -(a * b) exactly); ``addcmul`` is avoided because it may use a
     fused multiply-add, which rounds differently.
     """
-    torch.mul(x, sin_swapped, out=tmp)  # pairs (x1 sin2, -x2 sin1): rotate_pairs(x) * sin, exchanged
+    torch.mul(
+        x, sin_swapped, out=tmp
+    )  # pairs (x1 sin2, -x2 sin1): rotate_pairs(x) * sin, exchanged
     torch.mul(x, cos, out=out)
     o1, o2 = _halves(out, layout)
     t1, t2 = _halves(tmp, layout)
@@ -436,7 +473,9 @@ class _FusedKernel:
         self.fn: Any = None
         self.error: str | None = None
 
-    def __call__(self, x3: torch.Tensor, cos2: torch.Tensor, sin2: torch.Tensor, layout: str) -> torch.Tensor:
+    def __call__(
+        self, x3: torch.Tensor, cos2: torch.Tensor, sin2: torch.Tensor, layout: str
+    ) -> torch.Tensor:
         if self.fn is None:
             self.fn = torch.compile(_formula, dynamic=False, fullgraph=True)
         # fresh views, so marking dimensions dynamic leaves the caller's tensors untouched
@@ -454,7 +493,12 @@ _fused_kernel = _FusedKernel()
 
 
 def apply_rope(
-    x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, *, layout: str = "half", fused: bool | None = None
+    x: torch.Tensor,
+    cos: torch.Tensor,
+    sin: torch.Tensor,
+    *,
+    layout: str = "half",
+    fused: bool | None = None,
 ) -> torch.Tensor:
     """Rotate every pair of ``x`` by its angle: ``x * cos + rotate_pairs(x) * sin``.
 
@@ -496,10 +540,14 @@ def apply_rope(
     """
     _check_apply_args(x, cos, sin, layout)
     if fused is not None and not isinstance(fused, bool):
-        raise TypeError(f"fused must be None, True or False, got {fused!r} of type {type(fused).__name__}")
-    work = torch.float64 if x.dtype in check.LOW_PRECISION else x.dtype
+        raise TypeError(
+            f"fused must be None, True or False, got {fused!r} of type {type(fused).__name__}"
+        )
+    work = torch.float64 if x.dtype in LOW_PRECISION else x.dtype
     cos, sin = cos.to(work), sin.to(work)
-    needs_grad = torch.is_grad_enabled() and (x.requires_grad or cos.requires_grad or sin.requires_grad)
+    needs_grad = torch.is_grad_enabled() and (
+        x.requires_grad or cos.requires_grad or sin.requires_grad
+    )
     if fused:
         if needs_grad:
             raise ValueError(
@@ -507,7 +555,9 @@ def apply_rope(
                 "use fused=None (the plain formula is used when gradients are needed)"
             )
         if x.device.type != "cpu":
-            raise ValueError(f"fused=True is for CPU tensors, got x on {x.device}; use fused=None or False")
+            raise ValueError(
+                f"fused=True is for CPU tensors, got x on {x.device}; use fused=None or False"
+            )
         if x.dtype not in _FUSED_AUTO_DTYPES:
             raise ValueError(
                 f"fused=True is for float32 and float64 tensors, got x of dtype {x.dtype} (bfloat16/float16 "
@@ -521,16 +571,25 @@ def apply_rope(
         return torch.empty(x.shape, dtype=x.dtype, device=x.device)
     if fused is None:
         fused = (
-            _fused_kernel.error is None and x.device.type == "cpu" and x.dtype in _FUSED_AUTO_DTYPES
-            and table_is_shared and x.numel() >= _FUSED_MIN_ELEMENTS
+            _fused_kernel.error is None
+            and x.device.type == "cpu"
+            and x.dtype in _FUSED_AUTO_DTYPES
+            and table_is_shared
+            and x.numel() >= _FUSED_MIN_ELEMENTS
         )
         required = False
     else:
         required = fused
     if fused:
         if table_is_shared:
-            cos2 = cos.reshape(cos.shape[-2:]) if cos.dim() >= 2 else cos.reshape(1, d)  # (s or 1, d)
-            x3, cos3, sin3 = x.reshape(-1, s, d), cos2.contiguous(), sin.reshape(cos2.shape).contiguous()
+            cos2 = (
+                cos.reshape(cos.shape[-2:]) if cos.dim() >= 2 else cos.reshape(1, d)
+            )  # (s or 1, d)
+            x3, cos3, sin3 = (
+                x.reshape(-1, s, d),
+                cos2.contiguous(),
+                sin.reshape(cos2.shape).contiguous(),
+            )
         else:  # per-batch tables: broadcast them to x's shape in memory first
             x3 = x.reshape(-1, s, d)
             cos3 = cos.expand(x.shape).reshape(-1, s, d)
@@ -548,7 +607,6 @@ def apply_rope(
                 stacklevel=2,
             )
     return _apply_eager(x, cos, sin, layout, table_is_shared)
-
 
 
 # If every nonzero |x| and every nonzero table entry is at least 2**-33, a nonzero exact
@@ -571,7 +629,9 @@ def _has_tiny(t: torch.Tensor, threshold: float) -> bool:
     return bool(((a < threshold) & (a > 0)).any())
 
 
-def _apply_eager(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str, table_is_shared: bool) -> torch.Tensor:
+def _apply_eager(
+    x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str, table_is_shared: bool
+) -> torch.Tensor:
     """apply_rope's eager path: chunks of ``_CHUNK_ELEMENTS`` with ``out=`` arithmetic."""
     work = cos.dtype
     s, d = x.shape[-2], x.shape[-1]
@@ -588,7 +648,9 @@ def _apply_eager(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: 
     n = xs.shape[0]
     # chunk over the leading rows, and over the sequence too when one sequence is large
     low = work != x.dtype
-    chunk = _CHUNK_ELEMENTS_LOW if low else _CHUNK_ELEMENTS  # float64 work with int64 scratch: smaller
+    chunk = (
+        _CHUNK_ELEMENTS_LOW if low else _CHUNK_ELEMENTS
+    )  # float64 work with int64 scratch: smaller
     rows_per_chunk = max(1, chunk // max(1, s * d))
     seq_per_chunk = s if s * d <= chunk else max(1, chunk // d)
     # scratch shared by all chunks: a fresh allocation per chunk would page-fault every time
@@ -716,11 +778,15 @@ class RotaryEmbedding(nn.Module):
         self._scaling_arg = dict(scaling) if scaling is not None else None
         self.layout = check.choice("layout", layout, LAYOUTS)
         self.attention_factor = float(self.scaling.get("attention_factor", 1.0))
-        rope_frequencies(self.head_dim, base=self.base, scaling=scaling)  # refuse bad combinations now
+        rope_frequencies(
+            self.head_dim, base=self.base, scaling=scaling
+        )  # refuse bad combinations now
         self._cos: torch.Tensor | None = None
         self._sin: torch.Tensor | None = None
 
-    def cos_sin(self, positions: torch.Tensor, dtype: torch.dtype, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    def cos_sin(
+        self, positions: torch.Tensor, dtype: torch.dtype, device: torch.device
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """cos and sin for ``positions`` (any shape P, on any device).
 
         Args:
@@ -735,22 +801,38 @@ class RotaryEmbedding(nn.Module):
         table_dtype = torch.float32 if dtype == torch.float32 else torch.float64
         integral = not positions.is_floating_point() or bool((positions == positions.round()).all())
         if (
-            self.scaling["rope_type"] == "dynamic" or not integral or positions.numel() == 0
-            or positions.min() < 0 or positions.max() >= _CACHE_MAX_POSITIONS
+            self.scaling["rope_type"] == "dynamic"
+            or not integral
+            or positions.numel() == 0
+            or positions.min() < 0
+            or positions.max() >= _CACHE_MAX_POSITIONS
         ):
             return rope_cos_sin(
-                positions.to(device), self.head_dim, base=self.base, scaling=self._scaling_arg,
-                layout=self.layout, dtype=table_dtype,
+                positions.to(device),
+                self.head_dim,
+                base=self.base,
+                scaling=self._scaling_arg,
+                layout=self.layout,
+                dtype=table_dtype,
             )
         needed = int(positions.max().item()) + 1
         cache = self._cos
-        if cache is None or cache.shape[0] < needed or cache.device != device or cache.dtype != table_dtype:
+        if (
+            cache is None
+            or cache.shape[0] < needed
+            or cache.device != device
+            or cache.dtype != table_dtype
+        ):
             size = max(needed, cache.shape[0] if cache is not None else 0)
             size = 1 << (size - 1).bit_length()  # next power of two
             grid = torch.arange(size, device=device)
             self._cos, self._sin = rope_cos_sin(
-                grid, self.head_dim, base=self.base, scaling=self._scaling_arg,
-                layout=self.layout, dtype=table_dtype,
+                grid,
+                self.head_dim,
+                base=self.base,
+                scaling=self._scaling_arg,
+                layout=self.layout,
+                dtype=table_dtype,
             )
         idx = positions.to(device=device, dtype=torch.long)
         assert self._cos is not None and self._sin is not None
@@ -777,7 +859,9 @@ class RotaryEmbedding(nn.Module):
         check.tensor("k", k, min_dim=2, floating=True)
         for name, t in (("q", q), ("k", k)):
             if t.shape[-1] != self.head_dim:
-                raise ValueError(f"{name} must have last dimension head_dim={self.head_dim}, got shape {tuple(t.shape)}")
+                raise ValueError(
+                    f"{name} must have last dimension head_dim={self.head_dim}, got shape {tuple(t.shape)}"
+                )
         if q.shape[-2] != k.shape[-2]:
             raise ValueError(
                 f"q and k must have the same sequence length, got {q.shape[-2]} and {k.shape[-2]}; "
@@ -785,15 +869,21 @@ class RotaryEmbedding(nn.Module):
             )
         s = q.shape[-2]
         if positions is None or isinstance(positions, int) and not isinstance(positions, bool):
-            offset = check.non_negative_int("positions (offset)", 0 if positions is None else positions)
+            offset = check.non_negative_int(
+                "positions (offset)", 0 if positions is None else positions
+            )
             pos = torch.arange(offset, offset + s, device=q.device)
         else:
             check.tensor("positions", positions, min_dim=1)
             if positions.dtype == torch.bool or positions.is_complex():
-                raise TypeError(f"positions must hold integers or real numbers, got dtype {positions.dtype}")
+                raise TypeError(
+                    f"positions must hold integers or real numbers, got dtype {positions.dtype}"
+                )
             check.finite("positions", positions)
             if positions.shape[-1] != s or positions.dim() > 2:
-                raise ValueError(f"positions must have shape (s,) or (b, s) with s={s}, got {tuple(positions.shape)}")
+                raise ValueError(
+                    f"positions must have shape (s,) or (b, s) with s={s}, got {tuple(positions.shape)}"
+                )
             if positions.dim() == 2:
                 for name, t in (("q", q), ("k", k)):
                     batch = t.shape[0] if t.dim() >= 3 else 1
@@ -807,9 +897,15 @@ class RotaryEmbedding(nn.Module):
         cos, sin = self.cos_sin(pos, dtype, q.device)  # pos.shape + (d,)
         if pos.dim() == 2 and q.dim() >= 4:  # (b, s, d) -> (b, 1, s, d): broadcast over heads
             cos, sin = cos.unsqueeze(-3), sin.unsqueeze(-3)
-        return apply_rope(q, cos, sin, layout=self.layout), apply_rope(k, cos, sin, layout=self.layout)
+        return apply_rope(q, cos, sin, layout=self.layout), apply_rope(
+            k, cos, sin, layout=self.layout
+        )
 
     def extra_repr(self) -> str:
-        fields = [f"head_dim={self.head_dim}", f"base={self.base:g}", f"layout={self.layout!r}",
-                  f"scaling={self.scaling}"]
+        fields = [
+            f"head_dim={self.head_dim}",
+            f"base={self.base:g}",
+            f"layout={self.layout!r}",
+            f"scaling={self.scaling}",
+        ]
         return _format.extra_repr(self, fields)

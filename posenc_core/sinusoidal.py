@@ -20,7 +20,7 @@ from torch import nn
 
 from . import _format
 from . import _validation as check
-from ._numerics import round_once
+from ._numerics import LOW_PRECISION, round_once
 
 LAYOUTS = ("interleaved", "concat")
 
@@ -173,13 +173,22 @@ class SinusoidalPositionalEncoding(nn.Module):
         if stop <= self.max_len:
             if self.pe.dtype != torch.float64:  # a cast lowered it: rebuild at full precision
                 self.pe = sinusoidal_table(
-                    self.max_len, self.d_model, base=self.base, layout=self.layout,
-                    dtype=torch.float64, device=self.pe.device,
+                    self.max_len,
+                    self.d_model,
+                    base=self.base,
+                    layout=self.layout,
+                    dtype=torch.float64,
+                    device=self.pe.device,
                 )
             return self.pe[start:stop].to(device)
         positions = torch.arange(start, stop, dtype=torch.float64)
         return sinusoidal_encoding(
-            positions, self.d_model, base=self.base, layout=self.layout, dtype=torch.float64, device=device
+            positions,
+            self.d_model,
+            base=self.base,
+            layout=self.layout,
+            dtype=torch.float64,
+            device=device,
         )
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
@@ -201,11 +210,15 @@ class SinusoidalPositionalEncoding(nn.Module):
         offset = check.non_negative_int("offset", offset)
         seq = x.shape[-2]
         pe = self._rows(offset, offset + seq, x.device)  # (s, d), float64
-        work = torch.float64 if x.dtype in check.LOW_PRECISION else x.dtype
+        work = torch.float64 if x.dtype in LOW_PRECISION else x.dtype
         out = x.to(work) * self.scale + pe.to(work)
         return round_once(out, x.dtype)
 
     def extra_repr(self) -> str:
-        fields = [f"d_model={self.d_model}", f"max_len={self.max_len}", f"base={self.base:g}",
-                  f"layout={self.layout!r}"]
+        fields = [
+            f"d_model={self.d_model}",
+            f"max_len={self.max_len}",
+            f"base={self.base:g}",
+            f"layout={self.layout!r}",
+        ]
         return _format.extra_repr(self, fields)

@@ -22,5 +22,5 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         parts = item.path.parts
         for folder, marker in LAYERS.items():
-            if folder in parts[parts.index("tests") + 1:parts.index("tests") + 2]:
+            if folder in parts[parts.index("tests") + 1 : parts.index("tests") + 2]:
                 item.add_marker(getattr(pytest.mark, marker))

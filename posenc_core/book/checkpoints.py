@@ -82,15 +82,21 @@ def _expected_digests() -> dict[str, str]:
 
 def _check_digest_arg(expected: object) -> str:
     if not isinstance(expected, str):
-        raise TypeError(f"expected must be a hex SHA-256 string, got {type(expected).__name__} {expected!r}")
+        raise TypeError(
+            f"expected must be a hex SHA-256 string, got {type(expected).__name__} {expected!r}"
+        )
     if not _HEX64.fullmatch(expected):
-        raise ValueError(f"expected must be 64 hexadecimal characters (a SHA-256 digest), got {expected!r}")
+        raise ValueError(
+            f"expected must be 64 hexadecimal characters (a SHA-256 digest), got {expected!r}"
+        )
     return expected.lower()
 
 
 def _check_path_arg(name: str, value: object) -> pathlib.Path:
     if not isinstance(value, (str, os.PathLike)):
-        raise TypeError(f"{name} must be a str or os.PathLike path, got {type(value).__name__} {value!r}")
+        raise TypeError(
+            f"{name} must be a str or os.PathLike path, got {type(value).__name__} {value!r}"
+        )
     return pathlib.Path(value).expanduser()
 
 
@@ -194,7 +200,9 @@ def hub_url(filename: str) -> str:
         ``https://huggingface.co/{MINILM_REPO}/resolve/{MINILM_REVISION}/{filename}``.
     """
     if not isinstance(filename, str) or not filename:
-        raise TypeError(f"filename must be a non-empty str, got {type(filename).__name__} {filename!r}")
+        raise TypeError(
+            f"filename must be a non-empty str, got {type(filename).__name__} {filename!r}"
+        )
     return f"https://huggingface.co/{MINILM_REPO}/resolve/{MINILM_REVISION}/{filename}"
 
 
@@ -236,7 +244,9 @@ def _download_verified(url: str, destination: pathlib.Path, expected: str) -> pa
     return destination
 
 
-def _locate(allow_download: bool, cache_dir: str | os.PathLike[str] | None) -> dict[str, pathlib.Path]:
+def _locate(
+    allow_download: bool, cache_dir: str | os.PathLike[str] | None
+) -> dict[str, pathlib.Path]:
     """Paths of the two files (not yet verified unless just downloaded)."""
     allow_download = check.boolean("allow_download", allow_download)
     root = _default_cache_dir() if cache_dir is None else _check_path_arg("cache_dir", cache_dir)
@@ -525,18 +535,26 @@ class MiniLMEmbeddings:
         from ..attention import attention
 
         if not isinstance(x, torch.Tensor) or x.dim() != 2 or x.shape[1] != self.word.shape[1]:
-            raise ValueError(f"x must be a tensor of shape (n, {self.word.shape[1]}), got {getattr(x, 'shape', type(x))}")
+            raise ValueError(
+                f"x must be a tensor of shape (n, {self.word.shape[1]}), got {getattr(x, 'shape', type(x))}"
+            )
         if not self.first_layer:
             raise ValueError("this MiniLMEmbeddings was built without the first layer's tensors")
         fl = self.first_layer
         d = self.word.shape[1]
-        h = torch.nn.functional.layer_norm(x.float(), (d,), fl["ln_weight"], fl["ln_bias"], eps=MINILM_LAYER_NORM_EPS)  # (n, d)
+        h = torch.nn.functional.layer_norm(
+            x.float(), (d,), fl["ln_weight"], fl["ln_bias"], eps=MINILM_LAYER_NORM_EPS
+        )  # (n, d)
 
         def heads(name: str) -> torch.Tensor:
             y = h @ fl[f"{name}_weight"].T + fl[f"{name}_bias"]  # (n, d)
-            return y.view(x.shape[0], MINILM_HEADS, d // MINILM_HEADS).transpose(0, 1)  # (12, n, 32)
+            return y.view(x.shape[0], MINILM_HEADS, d // MINILM_HEADS).transpose(
+                0, 1
+            )  # (12, n, 32)
 
-        out, weights = attention(heads("q"), heads("k"), heads("v"), causal=causal, bias=bias, return_weights=True)
+        out, weights = attention(
+            heads("q"), heads("k"), heads("v"), causal=causal, bias=bias, return_weights=True
+        )
         return out.transpose(0, 1).reshape(x.shape[0], d), weights  # (n, d), (12, n, n)
 
 
@@ -630,9 +648,7 @@ def load_minilm_embeddings(
         raise ValueError(
             f"{weights_path} has {word.shape[0]} word-embedding rows but {vocab_path} has {len(vocab)} tokens"
         )
-    first_layer = {
-        name: tensors[key] for name, key in _FIRST_LAYER_KEYS.items() if key in tensors
-    }
+    first_layer = {name: tensors[key] for name, key in _FIRST_LAYER_KEYS.items() if key in tensors}
     return MiniLMEmbeddings(
         word=word,
         position=position,

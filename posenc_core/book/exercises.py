@@ -17,7 +17,6 @@ import torch
 from .. import _validation as check
 from ..sinusoidal import frequencies, sinusoidal_encoding, sinusoidal_table
 
-
 WIDTH = 80
 """Characters per line of a printed verdict (the book's code column)."""
 
@@ -55,13 +54,22 @@ def _as_tensor(name: str, answer: object) -> torch.Tensor:
             return torch.tensor(float(answer), dtype=torch.float64)  # keep a Python float's 53 bits
         t = torch.as_tensor(answer)
     except (TypeError, ValueError, RuntimeError) as err:
-        raise TypeError(f"{name} must be a tensor or array of numbers, got {type(answer).__name__}") from err
+        raise TypeError(
+            f"{name} must be a tensor or array of numbers, got {type(answer).__name__}"
+        ) from err
     if not (t.is_floating_point() or t.dtype in (torch.int32, torch.int64)):
         raise TypeError(f"{name} must hold real numbers, got dtype {t.dtype}")
     return t.detach().to(torch.float64).cpu()
 
 
-def check_close(answer: object, expected: float | torch.Tensor, what: str, *, rtol: float = 1e-6, atol: float = 1e-9) -> Feedback:
+def check_close(
+    answer: object,
+    expected: float | torch.Tensor,
+    what: str,
+    *,
+    rtol: float = 1e-6,
+    atol: float = 1e-9,
+) -> Feedback:
     """Compare a number (or array) with the value posenc_core computes.
 
     Args:
@@ -103,23 +111,39 @@ def check_frequencies(answer: object, d_model: int, *, base: float = 10000.0) ->
     ref = frequencies(d_model, base=base)
     half = d_model // 2
     if a.shape != ref.shape:
-        hint = " (one per dimension instead of one per (sin, cos) pair?)" if a.numel() == d_model else ""
-        return Feedback(False, f"expected {half} frequencies, one per pair of dimensions; got shape {tuple(a.shape)}{hint}.")
+        hint = (
+            " (one per dimension instead of one per (sin, cos) pair?)"
+            if a.numel() == d_model
+            else ""
+        )
+        return Feedback(
+            False,
+            f"expected {half} frequencies, one per pair of dimensions; got shape {tuple(a.shape)}{hint}.",
+        )
     if torch.allclose(a, ref, rtol=2e-6, atol=0):
-        return Feedback(True, f"omega runs from {ref[0].item():g} down to {ref[-1].item():.4g}, ratio {base ** (-2 / d_model):.6g} per pair.")
+        return Feedback(
+            True,
+            f"omega runs from {ref[0].item():g} down to {ref[-1].item():.4g}, ratio {base ** (-2 / d_model):.6g} per pair.",
+        )
     i = torch.arange(half, dtype=torch.float64)
     base_t = torch.tensor(base, dtype=torch.float64)
     suspects = {
-        "you used base**(-i/d_model): the exponent needs 2i, the index of the sin dimension": base_t ** (-i / d_model),
-        "your index starts at 1; the first pair (i = 0) has frequency 1": base_t ** (-2 * (i + 1) / d_model),
-        "these are wavelengths-like values base**(2i/d_model); frequencies are their inverses": base_t ** (2 * i / d_model),
+        "you used base**(-i/d_model): the exponent needs 2i, the index of the sin dimension": base_t
+        ** (-i / d_model),
+        "your index starts at 1; the first pair (i = 0) has frequency 1": base_t
+        ** (-2 * (i + 1) / d_model),
+        "these are wavelengths-like values base**(2i/d_model); frequencies are their inverses": base_t
+        ** (2 * i / d_model),
         "these are wavelengths 2*pi/omega; the question asks for omega": 2 * math.pi / ref,
     }
     for hint, values in suspects.items():
         if torch.allclose(a, values, rtol=2e-6, atol=0):
             return Feedback(False, hint + ".")
     bad = int(torch.nonzero(~torch.isclose(a, ref, rtol=2e-6, atol=0))[0, 0])
-    return Feedback(False, f"first wrong entry is i = {bad}: expected {ref[bad].item():.6g}, got {a[bad].item():.6g}.")
+    return Feedback(
+        False,
+        f"first wrong entry is i = {bad}: expected {ref[bad].item():.6g}, got {a[bad].item():.6g}.",
+    )
 
 
 def check_sinusoidal_table(answer: object, *, base: float = 10000.0) -> Feedback:
@@ -133,32 +157,55 @@ def check_sinusoidal_table(answer: object, *, base: float = 10000.0) -> Feedback
     """
     a = _as_tensor("answer", answer)
     if a.dim() != 2 or a.shape[1] % 2:
-        return Feedback(False, f"expected a 2-D table (n_positions, even d_model); got shape {tuple(a.shape)}.")
+        return Feedback(
+            False, f"expected a 2-D table (n_positions, even d_model); got shape {tuple(a.shape)}."
+        )
     n, d = a.shape
     ref = sinusoidal_table(n, d, base=base, dtype=torch.float64)
     tol = 1e-5
     if (a - ref).abs().max() <= tol:
-        return Feedback(True, f"all {n} x {d} entries agree with the paper's formula within {tol:g}.")
+        return Feedback(
+            True, f"all {n} x {d} entries agree with the paper's formula within {tol:g}."
+        )
     swapped = ref.view(n, d // 2, 2).flip(-1).reshape(n, d)
     concat = sinusoidal_table(n, d, base=base, layout="concat", dtype=torch.float64)
     one_based = sinusoidal_encoding(torch.arange(1, n + 1), d, base=base, dtype=torch.float64)
     i = torch.arange(d // 2, dtype=torch.float64)
-    ang = torch.arange(n, dtype=torch.float64)[:, None] * torch.tensor(base, dtype=torch.float64) ** (-i / d)
+    ang = torch.arange(n, dtype=torch.float64)[:, None] * torch.tensor(
+        base, dtype=torch.float64
+    ) ** (-i / d)
     half_exponent = torch.stack((ang.sin(), ang.cos()), -1).reshape(n, d)
     for hint, values in (
-        ("sin and cos are swapped: the paper puts sin on even dimensions (2i) and cos on odd ones (2i+1)", swapped),
-        ("this is the concat layout (all sines, then all cosines); the paper interleaves them", concat),
-        ("positions start at 1; the first row should be position 0 (sin 0 = 0, cos 0 = 1)", one_based),
+        (
+            "sin and cos are swapped: the paper puts sin on even dimensions (2i) and cos on odd ones (2i+1)",
+            swapped,
+        ),
+        (
+            "this is the concat layout (all sines, then all cosines); the paper interleaves them",
+            concat,
+        ),
+        (
+            "positions start at 1; the first row should be position 0 (sin 0 = 0, cos 0 = 1)",
+            one_based,
+        ),
         ("the exponent uses i instead of 2i (10000**(2i/d_model))", half_exponent),
     ):
         if (a - values).abs().max() <= tol:
             return Feedback(False, hint + ".")
     p, k = divmod(int(torch.argmax((a - ref).abs())), d)
-    return Feedback(False, f"largest difference at position {p}, dimension {k}: expected {ref[p, k].item():.6g}, got {a[p, k].item():.6g}.")
+    return Feedback(
+        False,
+        f"largest difference at position {p}, dimension {k}: expected {ref[p, k].item():.6g}, got {a[p, k].item():.6g}.",
+    )
 
 
 def check_equivariance(
-    fn: Callable[[torch.Tensor], torch.Tensor], *, n_tokens: int = 6, d_model: int = 16, trials: int = 5, seed: int = 0
+    fn: Callable[[torch.Tensor], torch.Tensor],
+    *,
+    n_tokens: int = 6,
+    d_model: int = 16,
+    trials: int = 5,
+    seed: int = 0,
 ) -> Feedback:
     """Test whether ``fn`` (tokens ``(s, d)`` -> outputs ``(s, ...)``) is permutation-equivariant.
 
@@ -180,13 +227,18 @@ def check_equivariance(
         with torch.no_grad():
             out, out_perm = fn(x), fn(x[perm])
         if not isinstance(out, torch.Tensor) or out.shape[:1] != (n_tokens,):
-            raise ValueError(f"fn must return a tensor with one row per token ({n_tokens}), got {getattr(out, 'shape', type(out))}")
+            raise ValueError(
+                f"fn must return a tensor with one row per token ({n_tokens}), got {getattr(out, 'shape', type(out))}"
+            )
         scale = out.abs().max().item() or 1.0
         err = (out_perm - out[perm]).abs().max().item() / scale
         if err > worst:
             worst, worst_perm = err, perm.tolist()
     if worst < 1e-5:
-        return Feedback(True, f"fn(x[perm]) == fn(x)[perm] for {trials} random inputs and permutations (largest relative gap {worst:.1e}).")
+        return Feedback(
+            True,
+            f"fn(x[perm]) == fn(x)[perm] for {trials} random inputs and permutations (largest relative gap {worst:.1e}).",
+        )
     return Feedback(
         False,
         f"fn is not permutation-equivariant: with perm = {worst_perm}, fn(x[perm]) and fn(x)[perm] differ by "

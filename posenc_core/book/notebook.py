@@ -72,6 +72,8 @@ def optional_reference(module: str, purpose: str) -> Any:
                 f"build, which must not publish a skipped check: install the build "
                 f"requirements (requirements-build.txt)"
             ) from err
-        print(f"{module} is not installed, so {purpose} is skipped here "
-              f"(`pip install {module}` runs it).")
+        print(
+            f"{module} is not installed, so {purpose} is skipped here "
+            f"(`pip install {module}` runs it)."
+        )
         return None

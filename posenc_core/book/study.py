@@ -62,7 +62,16 @@ STUDY_SCHEMES = ("none", "sinusoidal", "learned", "learned_long", "rope", "alibi
 TASKS = ("reverse", "lookback", "first", "swap")
 """The synthetic tasks :func:`make_batch` can generate (the study uses ``first`` and ``lookback``)."""
 
-CODE_MODULES = ("book.study", "attention", "rope", "alibi", "sinusoidal", "learned", "analysis", "_numerics")
+CODE_MODULES = (
+    "book.study",
+    "attention",
+    "rope",
+    "alibi",
+    "sinusoidal",
+    "learned",
+    "analysis",
+    "_numerics",
+)
 """posenc_core modules whose source determines the study's numbers (hashed into the code version;
 a package, such as ``rope``, counts with every module in its folder)."""
 
@@ -110,7 +119,11 @@ def make_batch(
         ``(x, y)``: input tokens ``(b, n)`` and targets ``(b, n)`` in 0 .. V (int64, CPU).
     """
     check.choice("task", task, TASKS)
-    batch, length, k = check.positive_int("batch", batch), check.positive_int("length", length), check.positive_int("k", k)
+    batch, length, k = (
+        check.positive_int("batch", batch),
+        check.positive_int("length", length),
+        check.positive_int("k", k),
+    )
     vocab = check.positive_int("vocab", vocab)
     if vocab < 2:
         raise ValueError(f"vocab must be >= 2, got {vocab}")
@@ -135,11 +148,15 @@ def make_batch(
 class _Block(nn.Module):
     """Pre-LN Transformer block: x + attn(LN(x)), then x + MLP(LN(x))."""
 
-    def __init__(self, d_model: int, n_heads: int, rope: RotaryEmbedding | None, alibi: bool) -> None:
+    def __init__(
+        self, d_model: int, n_heads: int, rope: RotaryEmbedding | None, alibi: bool
+    ) -> None:
         super().__init__()
         self.ln1, self.ln2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
         self.attn = MultiHeadSelfAttention(d_model, n_heads, rope=rope, alibi=alibi)
-        self.mlp = nn.Sequential(nn.Linear(d_model, 4 * d_model), nn.GELU(), nn.Linear(4 * d_model, d_model))
+        self.mlp = nn.Sequential(
+            nn.Linear(d_model, 4 * d_model), nn.GELU(), nn.Linear(4 * d_model, d_model)
+        )
 
     def forward(self, x: torch.Tensor, causal: bool) -> torch.Tensor:
         x = x + self.attn(self.ln1(x), causal=causal)
@@ -185,9 +202,14 @@ class TinyTransformer(nn.Module):
         super().__init__()
         self.vocab = check.positive_int("vocab", vocab)
         self.d_model = check.even_int("d_model", d_model)
-        n_heads, n_layers = check.positive_int("n_heads", n_heads), check.positive_int("n_layers", n_layers)
+        n_heads, n_layers = (
+            check.positive_int("n_heads", n_heads),
+            check.positive_int("n_layers", n_layers),
+        )
         if d_model % n_heads or (d_model // n_heads) % 2:
-            raise ValueError(f"n_heads={n_heads} must divide d_model={d_model} into even head widths")
+            raise ValueError(
+                f"n_heads={n_heads} must divide d_model={d_model} into even head widths"
+            )
         self.scheme = check.choice("scheme", scheme, SCHEMES)
         self.max_len = check.positive_int("max_len", max_len)
         self.causal = check.boolean("causal", causal)
@@ -199,7 +221,12 @@ class TinyTransformer(nn.Module):
             self.pos = LearnedPositionalEmbedding(max_len, d_model, init_std=learned_init_std)
         head_dim = d_model // n_heads
         self.blocks = nn.ModuleList(
-            _Block(d_model, n_heads, RotaryEmbedding(head_dim, base=base) if scheme == "rope" else None, scheme == "alibi")
+            _Block(
+                d_model,
+                n_heads,
+                RotaryEmbedding(head_dim, base=base) if scheme == "rope" else None,
+                scheme == "alibi",
+            )
             for _ in range(n_layers)
         )
         self.ln_f = nn.LayerNorm(d_model)
@@ -219,7 +246,9 @@ class TinyTransformer(nn.Module):
         """
         check.tensor("tokens", tokens, min_dim=2)
         if tokens.dim() != 2 or tokens.dtype.is_floating_point:
-            raise ValueError(f"tokens must be an integer tensor of shape (b, s), got {tokens.dtype} {tuple(tokens.shape)}")
+            raise ValueError(
+                f"tokens must be an integer tensor of shape (b, s), got {tokens.dtype} {tuple(tokens.shape)}"
+            )
         x = self.embed(tokens)  # (b, s, d)
         if self.pos is not None:
             x = self.pos(x)
@@ -229,7 +258,11 @@ class TinyTransformer(nn.Module):
 
     def position_table(self) -> torch.Tensor | None:
         """The learned position table ``(max_len, d)`` (a detached copy), or None for other schemes."""
-        return self.pos.weight.detach().clone() if isinstance(self.pos, LearnedPositionalEmbedding) else None
+        return (
+            self.pos.weight.detach().clone()
+            if isinstance(self.pos, LearnedPositionalEmbedding)
+            else None
+        )
 
 
 def parameter_counts(model: TinyTransformer) -> dict[str, int]:
@@ -252,8 +285,20 @@ def _check_config(cfg: Mapping[str, Any]) -> dict[str, Any]:
     if unknown:
         raise TypeError(f"unknown study option(s) {sorted(unknown)}; known: {sorted(DEFAULTS)}")
     c = {**DEFAULTS, **cfg}
-    for name in ("train_len", "min_len", "eval_factor", "vocab", "k", "d_model", "n_heads", "n_layers",
-                 "steps", "batch", "eval_batch", "log_every"):
+    for name in (
+        "train_len",
+        "min_len",
+        "eval_factor",
+        "vocab",
+        "k",
+        "d_model",
+        "n_heads",
+        "n_layers",
+        "steps",
+        "batch",
+        "eval_batch",
+        "log_every",
+    ):
         c[name] = check.positive_int(name, c[name])
     if c["min_len"] > c["train_len"]:
         raise ValueError(f"min_len={c['min_len']} must be <= train_len={c['train_len']}")
@@ -265,7 +310,9 @@ def _check_config(cfg: Mapping[str, Any]) -> dict[str, Any]:
     c["base"] = check.base_value("base", c["base"])
     for name, allowed in (("tasks", TASKS), ("schemes", STUDY_SCHEMES)):
         if isinstance(c[name], str) or not isinstance(c[name], Sequence) or not c[name]:
-            raise TypeError(f"{name} must be a non-empty list drawn from {allowed}, got {c[name]!r}")
+            raise TypeError(
+                f"{name} must be a non-empty list drawn from {allowed}, got {c[name]!r}"
+            )
         c[name] = [check.choice(name[:-1], x, allowed) for x in c[name]]
     if isinstance(c["seeds"], (int, str)) or not c["seeds"]:
         raise TypeError(f"seeds must be a non-empty list of integers, got {c['seeds']!r}")
@@ -291,8 +338,13 @@ def build_model(scheme: str, cfg: Mapping[str, Any], seed: int) -> TinyTransform
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(check.non_negative_int("seed", seed))
         return TinyTransformer(
-            c["vocab"], c["d_model"], c["n_heads"], c["n_layers"],
-            scheme="learned" if scheme == "learned_long" else scheme, max_len=max_len, base=c["base"],
+            c["vocab"],
+            c["d_model"],
+            c["n_heads"],
+            c["n_layers"],
+            scheme="learned" if scheme == "learned_long" else scheme,
+            max_len=max_len,
+            base=c["base"],
         )
 
 
@@ -353,7 +405,12 @@ def train_model(
 
 @torch.no_grad()
 def evaluate(
-    model: TinyTransformer, task: str, cfg: Mapping[str, Any], seed: int, *, device: str | torch.device = "cpu"
+    model: TinyTransformer,
+    task: str,
+    cfg: Mapping[str, Any],
+    seed: int,
+    *,
+    device: str | torch.device = "cpu",
 ) -> tuple[list[float | None], str | None]:
     """Token accuracy at every length 1 .. eval_factor * train_len on fresh seeded batches.
 
@@ -416,11 +473,18 @@ def _progress_printer(every: int) -> Callable[[dict[str, Any]], None]:
             return
         head = f"[{event['run']}/{event['runs']}] {event['task']:8s} {event['scheme']:12s} seed {event['seed']}"
         if event["event"] == "step":
-            print(f"{head}  step {event['step']:4d}/{event['steps']}  loss {event['loss']:.4f}", flush=True)
+            print(
+                f"{head}  step {event['step']:4d}/{event['steps']}  loss {event['loss']:.4f}",
+                flush=True,
+            )
         elif event["event"] == "done":
-            print(f"{head}  done in {event['seconds']:.1f} s, accuracy at L {event['acc_at_L']:.3f}", flush=True)
+            print(
+                f"{head}  done in {event['seconds']:.1f} s, accuracy at L {event['acc_at_L']:.3f}",
+                flush=True,
+            )
         elif event["event"] == "skipped":
             print(f"{head}  already done (resumed)", flush=True)
+
     return show
 
 
@@ -473,9 +537,13 @@ def run_study(
     runs: dict[str, Any] = {}
     if resume is not None:
         if not isinstance(resume, Mapping) or "config" not in resume or "runs" not in resume:
-            raise TypeError("resume must be a result of run_study (a dict with 'config' and 'runs')")
+            raise TypeError(
+                "resume must be a result of run_study (a dict with 'config' and 'runs')"
+            )
         if _check_config(resume["config"]) != c:
-            raise ValueError("resume was produced with a different configuration; pass the same options")
+            raise ValueError(
+                "resume was produced with a different configuration; pass the same options"
+            )
         runs = dict(resume["runs"])
     old_threads = torch.get_num_threads()
     if threads is not None:
@@ -496,19 +564,31 @@ def run_study(
 
             def step(s: int, loss: float, info: dict = info) -> None:
                 if on_progress:
-                    on_progress({"event": "step", "step": s, "steps": c["steps"], "loss": loss, **info})
+                    on_progress(
+                        {"event": "step", "step": s, "steps": c["steps"], "loss": loss, **info}
+                    )
 
             curve = train_model(model, task, c, seed, device=device, on_step=step)
             acc, error = evaluate(model, task, c, seed, device=device)
             run: dict[str, Any] = {
-                "task": task, "scheme": scheme, "seed": seed, "curve": curve, "acc": acc,
-                "no_row_error": error, "params": parameter_counts(model),
+                "task": task,
+                "scheme": scheme,
+                "seed": seed,
+                "curve": curve,
+                "acc": acc,
+                "no_row_error": error,
+                "params": parameter_counts(model),
             }
             table = model.position_table()
             if table is not None:
                 table = table.cpu()
-                run["geometry"], run["geometry_init"] = table_summary(table), table_summary(table_init)
-                update = (table - table_init)[: c["train_len"]]  # what training wrote (rows past L get none)
+                run["geometry"], run["geometry_init"] = (
+                    table_summary(table),
+                    table_summary(table_init),
+                )
+                update = (table - table_init)[
+                    : c["train_len"]
+                ]  # what training wrote (rows past L get none)
                 run["geometry_update"] = table_summary(update)
                 run["update_ratio"] = float(update.norm() / table_init[: c["train_len"]].norm())
                 if table.shape[0] > c["train_len"]:  # rows past L were never trained
@@ -518,7 +598,14 @@ def run_study(
             run["seconds"] = time.perf_counter() - t0
             runs[run_key(task, scheme, seed)] = run
             if on_progress:
-                on_progress({"event": "done", "seconds": run["seconds"], "acc_at_L": acc[c["train_len"] - 1], **info})
+                on_progress(
+                    {
+                        "event": "done",
+                        "seconds": run["seconds"],
+                        "acc_at_L": acc[c["train_len"] - 1],
+                        **info,
+                    }
+                )
     except KeyboardInterrupt:
         interrupted = True
         if on_progress:
@@ -554,15 +641,22 @@ def accuracy_summary(results: Mapping[str, Any], task: str, scheme: str) -> dict
     runs = [r for r in results["runs"].values() if r["task"] == task and r["scheme"] == scheme]
     if not runs:
         raise KeyError(f"no finished runs for task={task!r}, scheme={scheme!r}")
-    a = np.array([[np.nan if x is None else x for x in r["acc"]] for r in runs], dtype=float)  # (seeds, lengths)
+    a = np.array(
+        [[np.nan if x is None else x for x in r["acc"]] for r in runs], dtype=float
+    )  # (seeds, lengths)
     with np.errstate(all="ignore"):
         return {
             "lengths": np.arange(1, a.shape[1] + 1, dtype=float),
-            "mean": a.mean(0), "std": a.std(0), "min": a.min(0), "max": a.max(0),
+            "mean": a.mean(0),
+            "std": a.std(0),
+            "min": a.min(0),
+            "max": a.max(0),
         }
 
 
-def band_accuracy(results: Mapping[str, Any], task: str, scheme: str, lo: int, hi: int) -> tuple[float, float]:
+def band_accuracy(
+    results: Mapping[str, Any], task: str, scheme: str, lo: int, hi: int
+) -> tuple[float, float]:
     """Mean over lengths lo .. hi (inclusive) of the accuracy, then mean and std over seeds.
 
     Returns:
@@ -588,10 +682,15 @@ def loss_blocks(curve: Sequence[float], every: int) -> list[list[float]]:
         ``[[last step of the block, mean loss], ...]`` (the last block may be shorter).
     """
     every = check.positive_int("every", every)
-    return [[min(i + every, len(curve)), float(np.mean(curve[i : i + every]))] for i in range(0, len(curve), every)]
+    return [
+        [min(i + every, len(curve)), float(np.mean(curve[i : i + every]))]
+        for i in range(0, len(curve), every)
+    ]
 
 
-def training_curves(results: Mapping[str, Any], task: str, scheme: str) -> tuple[np.ndarray, np.ndarray]:
+def training_curves(
+    results: Mapping[str, Any], task: str, scheme: str
+) -> tuple[np.ndarray, np.ndarray]:
     """The (block-averaged) loss curves of a (task, scheme)'s seeds.
 
     Works on a :func:`run_study` result (per-step curves, averaged over blocks of ``log_every``
@@ -604,12 +703,17 @@ def training_curves(results: Mapping[str, Any], task: str, scheme: str) -> tuple
     if not runs:
         raise KeyError(f"no finished runs for task={task!r}, scheme={scheme!r}")
     every = max(1, results["config"]["log_every"] // 10)
-    blocks = [r["curve"] if isinstance(r["curve"][0], list) else loss_blocks(r["curve"], every) for r in runs]
+    blocks = [
+        r["curve"] if isinstance(r["curve"][0], list) else loss_blocks(r["curve"], every)
+        for r in runs
+    ]
     steps = np.array([b[0] for b in blocks[0]], dtype=float)
     return steps, np.array([[b[1] for b in bl] for bl in blocks], dtype=float)
 
 
-def geometry_summary(results: Mapping[str, Any], task: str, scheme: str, which: str = "geometry") -> dict[str, float]:
+def geometry_summary(
+    results: Mapping[str, Any], task: str, scheme: str, which: str = "geometry"
+) -> dict[str, float]:
     """Mean and spread over seeds of a learned table's geometry (see :func:`table_summary`).
 
     Args:
@@ -673,7 +777,9 @@ def _round(x: Any, digits: int) -> Any:
     return x
 
 
-def save_results(results: Mapping[str, Any], path: str | pathlib.Path, *, table_seeds: Sequence[int] = (0,)) -> pathlib.Path:
+def save_results(
+    results: Mapping[str, Any], path: str | pathlib.Path, *, table_seeds: Sequence[int] = (0,)
+) -> pathlib.Path:
     """Write a study result as compact JSON with its provenance.
 
     Curves are stored as block means (:func:`loss_blocks`, blocks of ``log_every`` / 10 steps), numbers
@@ -702,7 +808,11 @@ def save_results(results: Mapping[str, Any], path: str | pathlib.Path, *, table_
         "code_hashes": code_hashes(),
         "config": dict(results["config"]),
         "seeds": list(results["config"]["seeds"]),
-        "versions": {"torch": torch.__version__, "numpy": np.__version__, "python": platform.python_version()},
+        "versions": {
+            "torch": torch.__version__,
+            "numpy": np.__version__,
+            "python": platform.python_version(),
+        },
         "interrupted": bool(results["interrupted"]),
         "seconds": round(float(results["seconds"]), 1),
         "cpu_seconds": round(float(results["cpu_seconds"]), 1),
@@ -723,8 +833,12 @@ def is_stale(results: Mapping[str, Any]) -> list[str]:
     """Why a saved result no longer describes the current code and defaults (empty list: current)."""
     problems = []
     if results.get("code_version") != code_version():
-        changed = [m for m, h in code_hashes().items() if results.get("code_hashes", {}).get(m) != h]
-        problems.append(f"code changed since the study ran (modules: {', '.join(changed) or 'none'})")
+        changed = [
+            m for m, h in code_hashes().items() if results.get("code_hashes", {}).get(m) != h
+        ]
+        problems.append(
+            f"code changed since the study ran (modules: {', '.join(changed) or 'none'})"
+        )
     if results.get("config") != _check_config({}):
         problems.append("the study's DEFAULTS differ from the recorded configuration")
     if results.get("interrupted"):
@@ -734,7 +848,9 @@ def is_stale(results: Mapping[str, Any]) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line: run the study with the defaults (or overrides) and write the results file."""
-    p = argparse.ArgumentParser(prog="python -m posenc_core.book.study", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(
+        prog="python -m posenc_core.book.study", description=__doc__.splitlines()[0]
+    )
     p.add_argument("--out", required=True, help="JSON file to write")
     p.add_argument("--steps", type=int, default=DEFAULTS["steps"])
     p.add_argument("--d-model", type=int, default=DEFAULTS["d_model"])
@@ -742,10 +858,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--device", default="cpu")
     p.add_argument("--threads", type=int, default=1)
     a = p.parse_args(argv)
-    results = run_study(device=a.device, threads=a.threads, steps=a.steps, d_model=a.d_model, seeds=a.seeds)
+    results = run_study(
+        device=a.device, threads=a.threads, steps=a.steps, d_model=a.d_model, seeds=a.seeds
+    )
     path = save_results(results, a.out)
-    print(f"Wrote {path}: {len(results['runs'])} runs in {results['seconds']:.1f} s wall, "
-          f"{results['cpu_seconds']:.1f} s CPU{' (interrupted)' if results['interrupted'] else ''}")
+    print(
+        f"Wrote {path}: {len(results['runs'])} runs in {results['seconds']:.1f} s wall, "
+        f"{results['cpu_seconds']:.1f} s CPU{' (interrupted)' if results['interrupted'] else ''}"
+    )
     return 130 if results["interrupted"] else 0
 
 

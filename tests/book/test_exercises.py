@@ -14,7 +14,9 @@ def test_check_frequencies_recognises_common_mistakes():
     i = torch.arange(d // 2, dtype=torch.float64)
     right = [base ** (-2 * k / d) for k in range(d // 2)]  # the paper's formula, by hand
     assert exercises.check_frequencies(right, d)
-    assert exercises.check_frequencies(torch.tensor(right, dtype=torch.float32), d)  # float32 is fine
+    assert exercises.check_frequencies(
+        torch.tensor(right, dtype=torch.float32), d
+    )  # float32 is fine
     cases = {
         "2i": base ** (-i / d),
         "starts at 1": base ** (-2 * (i + 1) / d),
@@ -37,8 +39,12 @@ def test_check_sinusoidal_table_recognises_common_mistakes():
     wrong = {
         "swapped": torch.stack((cos, sin), -1).reshape(n, d),
         "concat": torch.cat((sin, cos), -1),
-        "start at 1": torch.stack((torch.sin((pos + 1) * omega), torch.cos((pos + 1) * omega)), -1).reshape(n, d),
-        "instead of 2i": torch.stack((torch.sin(pos * omega.sqrt()), torch.cos(pos * omega.sqrt())), -1).reshape(n, d),
+        "start at 1": torch.stack(
+            (torch.sin((pos + 1) * omega), torch.cos((pos + 1) * omega)), -1
+        ).reshape(n, d),
+        "instead of 2i": torch.stack(
+            (torch.sin(pos * omega.sqrt()), torch.cos(pos * omega.sqrt())), -1
+        ).reshape(n, d),
     }
     for hint, answer in wrong.items():
         fb = exercises.check_sinusoidal_table(answer)
@@ -72,14 +78,18 @@ def test_check_close_and_feedback_display():
 
 def test_check_close_keeps_python_float_precision():
     """A Python float must not pass through float32 (40889.9 would become 40889.90234375)."""
-    assert exercises.check_close(40889.9, torch.tensor(40889.9, dtype=torch.float64), "x", rtol=1e-12)
+    assert exercises.check_close(
+        40889.9, torch.tensor(40889.9, dtype=torch.float64), "x", rtol=1e-12
+    )
 
 
 def test_a_printed_verdict_fits_the_code_column():
     """A long verdict wraps at the book's column width (80) and keeps every word."""
     from posenc_core.book.exercises import WIDTH, Feedback
 
-    message = "fn is not permutation-equivariant: " + ", ".join(f"entry {i} differs" for i in range(30))
+    message = "fn is not permutation-equivariant: " + ", ".join(
+        f"entry {i} differs" for i in range(30)
+    )
     text = str(Feedback(False, message))
     assert max(len(line) for line in text.splitlines()) <= WIDTH
     assert text.split() == ("Not yet: " + message).split()

@@ -9,17 +9,29 @@ from posenc_core.book import study as ex
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "chapters" / "data" / "learned_vs_fixed.json"
-TINY = {"steps": 40, "seeds": [0], "train_len": 8, "eval_factor": 2, "d_model": 32, "n_layers": 1,
-        "batch": 32, "eval_batch": 8}
+TINY = {
+    "steps": 40,
+    "seeds": [0],
+    "train_len": 8,
+    "eval_factor": 2,
+    "d_model": 32,
+    "n_layers": 1,
+    "batch": 32,
+    "eval_batch": 8,
+}
 
 
 def test_results_file_matches_the_current_code_and_defaults():
     assert RESULTS.exists(), f"{RESULTS} is missing: run `make study`"
     saved = ex.load_results(RESULTS)
     problems = ex.is_stale(saved)
-    assert not problems, f"{RESULTS.name} is stale ({'; '.join(problems)}): run `make study` and commit it"
+    assert not problems, (
+        f"{RESULTS.name} is stale ({'; '.join(problems)}): run `make study` and commit it"
+    )
     c = saved["config"]
-    expected = {ex.run_key(t, s, seed) for t in c["tasks"] for s in c["schemes"] for seed in c["seeds"]}
+    expected = {
+        ex.run_key(t, s, seed) for t in c["tasks"] for s in c["schemes"] for seed in c["seeds"]
+    }
     assert set(saved["runs"]) == expected
     assert len(c["seeds"]) >= 3 and set(ex.SCHEMES) <= set(c["schemes"])
     assert all(set(k) >= {"torch", "numpy", "python"} for k in [saved["versions"]])
@@ -37,9 +49,15 @@ def test_smoke_training_lowers_the_loss_for_every_scheme(task):
 
 def test_same_seed_gives_identical_losses_and_other_seed_differs():
     cfg = {**TINY, "steps": 15}
-    runs = [ex.run_study(tasks=["lookback"], schemes=["learned"], on_progress=None, **{**cfg, "seeds": [s]})
-            for s in (3, 3, 4)]
-    curves = [r["runs"][ex.run_key("lookback", "learned", s)]["curve"] for r, s in zip(runs, (3, 3, 4))]
+    runs = [
+        ex.run_study(
+            tasks=["lookback"], schemes=["learned"], on_progress=None, **{**cfg, "seeds": [s]}
+        )
+        for s in (3, 3, 4)
+    ]
+    curves = [
+        r["runs"][ex.run_key("lookback", "learned", s)]["curve"] for r, s in zip(runs, (3, 3, 4))
+    ]
     assert curves[0] == curves[1]
     assert curves[0] != curves[2]
 
@@ -116,7 +134,9 @@ def test_bad_model_arguments():
     with pytest.raises(ValueError, match="integer tensor"):
         ex.TinyTransformer(16)(torch.zeros(1, 4))
     with pytest.raises(ValueError, match="different configuration"):
-        ex.run_study(resume={"config": {**ex.DEFAULTS, "steps": 1}, "runs": {}}, on_progress=None, steps=2)
+        ex.run_study(
+            resume={"config": {**ex.DEFAULTS, "steps": 1}, "runs": {}}, on_progress=None, steps=2
+        )
 
 
 def test_parameter_counts():
@@ -124,4 +144,7 @@ def test_parameter_counts():
     m = ex.TinyTransformer(16, 32, 4, 1, scheme="learned", max_len=8)
     counts = ex.parameter_counts(m)
     assert counts["positional"] == 8 * 32
-    assert counts["total"] - counts["positional"] == ex.parameter_counts(ex.TinyTransformer(16, 32, 4, 1, scheme="none"))["total"]
+    assert (
+        counts["total"] - counts["positional"]
+        == ex.parameter_counts(ex.TinyTransformer(16, 32, 4, 1, scheme="none"))["total"]
+    )

@@ -15,10 +15,14 @@ from posenc_core.book.notebook import glue
 def test_heatmap_shows_the_table_and_highlights_a_row():
     fig = viz.sinusoidal_heatmap(100, 128, highlight=7)
     image = fig.axes[0].images[0]
-    np.testing.assert_allclose(image.get_array(), pc.sinusoidal_table(100, 128, dtype=torch.float64).numpy())
+    np.testing.assert_allclose(
+        image.get_array(), pc.sinusoidal_table(100, 128, dtype=torch.float64).numpy()
+    )
     assert image.get_cmap().name == viz.DIVERGING
     profile = next(line for ax in fig.axes for line in ax.lines if len(line.get_ydata()) == 128)
-    np.testing.assert_allclose(profile.get_ydata(), pc.sinusoidal_table(100, 128, dtype=torch.float64)[7].numpy())
+    np.testing.assert_allclose(
+        profile.get_ydata(), pc.sinusoidal_table(100, 128, dtype=torch.float64)[7].numpy()
+    )
 
 
 def test_wavelength_figure_plots_wavelengths_per_base():

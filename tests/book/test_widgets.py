@@ -56,9 +56,15 @@ def expected_unit_circle(v):
         "omega": omega,
         "angle": omega * k,
         "starts": np.array(STARTS),
-        "start_points": pc.sinusoidal_encoding(starts, 16, dtype=torch.float64)[:, 2 * i : 2 * i + 2].numpy(),
-        "end_points": pc.sinusoidal_encoding(starts + k, 16, dtype=torch.float64)[:, 2 * i : 2 * i + 2].numpy(),
-        "matrix": pc.shift_matrix(k, 16, dtype=torch.float64)[2 * i : 2 * i + 2, 2 * i : 2 * i + 2].numpy(),
+        "start_points": pc.sinusoidal_encoding(starts, 16, dtype=torch.float64)[
+            :, 2 * i : 2 * i + 2
+        ].numpy(),
+        "end_points": pc.sinusoidal_encoding(starts + k, 16, dtype=torch.float64)[
+            :, 2 * i : 2 * i + 2
+        ].numpy(),
+        "matrix": pc.shift_matrix(k, 16, dtype=torch.float64)[
+            2 * i : 2 * i + 2, 2 * i : 2 * i + 2
+        ].numpy(),
     }
 
 
@@ -71,7 +77,9 @@ def expected_rope_decay(v):
     return {
         "distances": DISTANCES,
         "score": pc.rope_score_vs_distance(d, 128, base=b).numpy(),
-        "bound": (pc.rope_decay_bound(d, 128, base=b) / pc.rope_decay_bound(0, 128, base=b)).numpy(),
+        "bound": (
+            pc.rope_decay_bound(d, 128, base=b) / pc.rope_decay_bound(0, 128, base=b)
+        ).numpy(),
         "marker": np.array([m, pc.rope_score_vs_distance(m, 128, base=b).item()]),
     }
 
@@ -82,11 +90,27 @@ def expected_rope_scaling(v):
     setups = {
         "linear": (10000, {"rope_type": "linear", "factor": s}, None),
         "ntk": (10000, {"rope_type": "ntk", "factor": s}, None),
-        "dynamic": (10000, {"rope_type": "dynamic", "factor": s, "original_max_position_embeddings": 4096},
-                    round(s * 4096)),
-        "yarn": (10000, {"rope_type": "yarn", "factor": s, "original_max_position_embeddings": 4096}, None),
-        "llama3": (500000, {"rope_type": "llama3", "factor": s, "original_max_position_embeddings": 8192,
-                            "low_freq_factor": 1, "high_freq_factor": 4}, None),
+        "dynamic": (
+            10000,
+            {"rope_type": "dynamic", "factor": s, "original_max_position_embeddings": 4096},
+            round(s * 4096),
+        ),
+        "yarn": (
+            10000,
+            {"rope_type": "yarn", "factor": s, "original_max_position_embeddings": 4096},
+            None,
+        ),
+        "llama3": (
+            500000,
+            {
+                "rope_type": "llama3",
+                "factor": s,
+                "original_max_position_embeddings": 8192,
+                "low_freq_factor": 1,
+                "high_freq_factor": 4,
+            },
+            None,
+        ),
     }
     base, scaling, seq_len = setups[method]
     original = pc.rope_frequencies(128, base=base)
@@ -108,15 +132,23 @@ EXPLORERS = {
 }
 NAMES = list(EXPLORERS)
 # The explorers each chapter page shows: their frames share the page's 3 MB budget.
-PAGES = {"02_sinusoidal_formula": ["sinusoidal", "unit-circle"], "03_the_base": ["base", "rope-decay", "rope-scaling"]}
+PAGES = {
+    "02_sinusoidal_formula": ["sinusoidal", "unit-circle"],
+    "03_the_base": ["base", "rope-decay", "rope-scaling"],
+}
 
 
 def assert_data(explorer, values):
     expected = EXPLORERS[explorer.name][1](values)
     assert set(explorer.data) == set(expected), explorer.data.keys()
     for key, want in expected.items():
-        np.testing.assert_allclose(np.asarray(explorer.data[key], dtype=float), np.asarray(want, dtype=float),
-                                   rtol=1e-12, atol=1e-12, err_msg=f"{explorer.name}: data[{key!r}] at {values}")
+        np.testing.assert_allclose(
+            np.asarray(explorer.data[key], dtype=float),
+            np.asarray(want, dtype=float),
+            rtol=1e-12,
+            atol=1e-12,
+            err_msg=f"{explorer.name}: data[{key!r}] at {values}",
+        )
 
 
 def readouts(explorer):
@@ -194,10 +226,14 @@ def test_static_stacks_have_a_child_per_grid_value_and_frames_as_leaves(static, 
     assert e.mode == "static"
     for n in names:
         assert isinstance(e.controls[n], (ipywidgets.SelectionSlider, ipywidgets.ToggleButtons))
-        assert [v for _, v in zip(e.controls[n]._options_labels, e.controls[n]._options_values)] == e.grid[n]
+        assert [
+            v for _, v in zip(e.controls[n]._options_labels, e.controls[n]._options_values)
+        ] == e.grid[n]
     level = [outer_stack(e)]
     for n in names:
-        assert all(isinstance(s, ipywidgets.Stack) and len(s.children) == len(e.grid[n]) for s in level)
+        assert all(
+            isinstance(s, ipywidgets.Stack) and len(s.children) == len(e.grid[n]) for s in level
+        )
         level = [c for s in level for c in s.children]
     assert len(level) == math.prod(len(e.grid[n]) for n in names)
     for frame in level:
@@ -292,7 +328,20 @@ def test_static_set_reaches_every_grid_point(static, name):
 
 def test_static_values_snap_to_the_grid(static):
     e = static["base"]
-    assert e.grid["base"] == [10, 30, 100, 300, 1000, 3000, 10000, 30000, 100000, 500000, 1000000, 10000000]
+    assert e.grid["base"] == [
+        10,
+        30,
+        100,
+        300,
+        1000,
+        3000,
+        10000,
+        30000,
+        100000,
+        500000,
+        1000000,
+        10000000,
+    ]
     with pytest.raises(ValueError, match=r"base must be one of 10, 30, .*got 12345"):
         e.set(base=12345)
     e.set(base=500000.0)  # equal to a grid value: accepted
@@ -337,7 +386,9 @@ def test_live_grids_cover_the_documented_ranges(live):
     g = {name: e.grid for name, e in live.items()}
     assert g["sinusoidal"]["position"] == list(range(100)) and g["sinusoidal"]["d_model"][-1] == 512
     assert math.isclose(g["base"]["base"][0], 10) and math.isclose(g["base"]["base"][-1], 1e7)
-    assert g["unit-circle"]["pair"] == list(range(8)) and g["unit-circle"]["offset"] == list(range(101))
+    assert g["unit-circle"]["pair"] == list(range(8)) and g["unit-circle"]["offset"] == list(
+        range(101)
+    )
     assert g["rope-decay"]["distance"][0] == 1 and g["rope-decay"]["distance"][-1] == 100_000
     assert g["rope-scaling"]["method"] == ["linear", "ntk", "dynamic", "yarn", "llama3"]
 
@@ -413,7 +464,9 @@ def test_dom_classes_and_descriptions(static, live, mode):
         for n, control in e.controls.items():
             assert "posenc-control" in control._dom_classes
             assert control.description and control.description.split()[0] in (n, "pair", "offset")
-        frames = [w for w in walk_widgets(e.widget) if "posenc-frame" in getattr(w, "_dom_classes", ())]
+        frames = [
+            w for w in walk_widgets(e.widget) if "posenc-frame" in getattr(w, "_dom_classes", ())
+        ]
         assert frames and all(len(f.children) == 2 for f in frames)
 
 
@@ -435,8 +488,11 @@ def test_display_emits_the_widget_then_a_noscript_image(static, monkeypatch):
     e._ipython_display_()
     assert shown[0] is e.widget
     markup = shown[1].data
-    m = re.fullmatch(r'<noscript><img class="posenc-noscript" alt="([^"]{40,})" '
-                     r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"></noscript>', markup)
+    m = re.fullmatch(
+        r'<noscript><img class="posenc-noscript" alt="([^"]{40,})" '
+        r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"></noscript>',
+        markup,
+    )
     assert m, markup[:200]
     default_frame = frame_at(e, [e.grid["factor"].index(8), e.grid["method"].index("linear")])
     assert base64.b64decode(m.group(2)) == bytes(default_frame.children[1].value)
@@ -462,14 +518,46 @@ def test_auto_mode_is_static_only_with_the_variable_and_stack(monkeypatch):
     ("call", "error", "pattern"),
     [
         (lambda: widgets.resolve_mode("browser"), ValueError, r"mode must be one of .*'browser'"),
-        (lambda: widgets.sinusoidal_explorer(n_positions=1, mode="live"), ValueError, r"n_positions .* got 1"),
-        (lambda: widgets.sinusoidal_explorer(n_positions=2.5, mode="live"), TypeError, r"n_positions .* float 2.5"),
-        (lambda: widgets.base_explorer(d_model=7, mode="live"), ValueError, r"d_model .* even .* got 7"),
-        (lambda: widgets.base_explorer(max_offset=0, mode="live"), ValueError, r"max_offset .* got 0"),
-        (lambda: widgets.unit_circle_explorer(starts=(), mode="live"), ValueError, r"starts .* 1 to 4"),
-        (lambda: widgets.unit_circle_explorer(base=1, mode="live"), ValueError, r"base .* greater than 1, got 1"),
-        (lambda: widgets.rope_decay_explorer(max_distance=5, mode="live"), ValueError, r"max_distance .* got 5"),
-        (lambda: widgets.rope_scaling_explorer(head_dim=6.0, mode="live"), TypeError, r"head_dim .* float 6.0"),
+        (
+            lambda: widgets.sinusoidal_explorer(n_positions=1, mode="live"),
+            ValueError,
+            r"n_positions .* got 1",
+        ),
+        (
+            lambda: widgets.sinusoidal_explorer(n_positions=2.5, mode="live"),
+            TypeError,
+            r"n_positions .* float 2.5",
+        ),
+        (
+            lambda: widgets.base_explorer(d_model=7, mode="live"),
+            ValueError,
+            r"d_model .* even .* got 7",
+        ),
+        (
+            lambda: widgets.base_explorer(max_offset=0, mode="live"),
+            ValueError,
+            r"max_offset .* got 0",
+        ),
+        (
+            lambda: widgets.unit_circle_explorer(starts=(), mode="live"),
+            ValueError,
+            r"starts .* 1 to 4",
+        ),
+        (
+            lambda: widgets.unit_circle_explorer(base=1, mode="live"),
+            ValueError,
+            r"base .* greater than 1, got 1",
+        ),
+        (
+            lambda: widgets.rope_decay_explorer(max_distance=5, mode="live"),
+            ValueError,
+            r"max_distance .* got 5",
+        ),
+        (
+            lambda: widgets.rope_scaling_explorer(head_dim=6.0, mode="live"),
+            TypeError,
+            r"head_dim .* float 6.0",
+        ),
         (lambda: widgets.scaling_setup("su", 2), ValueError, r"method must be one of .*'su'"),
     ],
 )
@@ -480,13 +568,18 @@ def test_bad_arguments_name_the_argument(call, error, pattern):
 
 def test_bad_set_calls_name_the_parameter(live):
     e = live["sinusoidal"]
-    with pytest.raises(TypeError, match=r"unknown parameter\(s\) base; the sinusoidal explorer has d_model, position"):
+    with pytest.raises(
+        TypeError,
+        match=r"unknown parameter\(s\) base; the sinusoidal explorer has d_model, position",
+    ):
         e.set(base=100)
     with pytest.raises(ValueError, match=r"position must be an integer in 0..99, got 100"):
         e.set(position=100)
     with pytest.raises(TypeError, match=r"position must be an integer in 0..99, got float 1.5"):
         e.set(position=1.5)
-    with pytest.raises(ValueError, match=r"d_model must be one of 16, 32, 64, 128, 256, 512; got 100"):
+    with pytest.raises(
+        ValueError, match=r"d_model must be one of 16, 32, 64, 128, 256, 512; got 100"
+    ):
         e.set(d_model=100)
     with pytest.raises(ValueError, match=r"base must be a real number in \[10, 1e\+07\], got 5.0"):
         live["base"].set(base=5)
@@ -537,5 +630,7 @@ def test_figure_png_checks_its_arguments():
         viz.figure_png(fig, dpi=0)
     with pytest.raises(TypeError, match=r"fig must be a matplotlib Figure, got str"):
         viz.figure_png("figure")
-    with pytest.raises(ValueError, match=r"fig must be None or a figure returned by viz.rope_decay_figure"):
+    with pytest.raises(
+        ValueError, match=r"fig must be None or a figure returned by viz.rope_decay_figure"
+    ):
         viz.rope_decay_figure([1.0, 2.0], [1.0, 0.5], marker=(1.0, 1.0), fig=fig)

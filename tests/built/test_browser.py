@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import pathlib
-import re
 from urllib.parse import urlparse
 
 import pytest
@@ -80,7 +79,9 @@ def test_page_loads_cleanly_offline_with_rendered_math(visit, chapter):
 
 def visible_label(explorer) -> str:
     labels = explorer.locator(".posenc-frame-label")
-    shown = [labels.nth(i).inner_text() for i in range(labels.count()) if labels.nth(i).is_visible()]
+    shown = [
+        labels.nth(i).inner_text() for i in range(labels.count()) if labels.nth(i).is_visible()
+    ]
     assert len(shown) == 1, f"expected one visible frame, found {shown}"
     return shown[0]
 
@@ -137,14 +138,18 @@ def test_every_control_changes_the_figure_by_keyboard_and_pointer(visit, chapter
                 if after_key == before:
                     v.page.keyboard.press("Home")
                     after_key = visible_label(explorer)
-                assert after_key != before, f"keyboard did not change the figure ({chapter}, control {c})"
+                assert after_key != before, (
+                    f"keyboard did not change the figure ({chapter}, control {c})"
+                )
                 assert_readouts_match(explorer)
                 # pointer: click the middle of the track
                 track = control.locator(".noUi-target").first
                 box = track.bounding_box()
                 v.page.mouse.click(box["x"] + box["width"] * 0.5, box["y"] + box["height"] / 2)
                 after_click = visible_label(explorer)
-                assert after_click != after_key, f"pointer did not change the figure ({chapter}, control {c})"
+                assert after_click != after_key, (
+                    f"pointer did not change the figure ({chapter}, control {c})"
+                )
                 assert_readouts_match(explorer)
             else:
                 buttons = control.locator("button")
@@ -153,7 +158,9 @@ def test_every_control_changes_the_figure_by_keyboard_and_pointer(visit, chapter
                     if "mod-active" not in (buttons.nth(b).get_attribute("class") or ""):
                         buttons.nth(b).click()
                         break
-                assert visible_label(explorer) != before, f"clicking did not change the figure ({chapter}, control {c})"
+                assert visible_label(explorer) != before, (
+                    f"clicking did not change the figure ({chapter}, control {c})"
+                )
                 assert_readouts_match(explorer)
                 buttons.nth(0).focus()
                 v.page.keyboard.press("Enter")
@@ -170,6 +177,10 @@ def test_launch_buttons_point_at_the_repository_and_notebook(visit, chapter):
     hrefs = v.page.eval_on_selector_all("a[href]", "els => els.map(e => e.href)")
     binder = [h for h in hrefs if "mybinder.org" in h]
     colab = [h for h in hrefs if "colab.research.google.com" in h]
-    assert binder == [f"{CONFIG['launch_buttons']['binderhub_url']}/v2/gh/{org_repo}/{branch}?urlpath=lab/tree/chapters/{chapter}.ipynb"]
-    assert colab == [f"{CONFIG['launch_buttons']['colab_url']}/github/{org_repo}/blob/{branch}/chapters/{chapter}.ipynb"]
+    assert binder == [
+        f"{CONFIG['launch_buttons']['binderhub_url']}/v2/gh/{org_repo}/{branch}?urlpath=lab/tree/chapters/{chapter}.ipynb"
+    ]
+    assert colab == [
+        f"{CONFIG['launch_buttons']['colab_url']}/github/{org_repo}/blob/{branch}/chapters/{chapter}.ipynb"
+    ]
     assert repo in hrefs

@@ -23,7 +23,11 @@ if not (HTML / "index.html").exists():
 
 
 def glued_text(outputs_by_name: dict) -> dict:
-    return {k: v["data"].get("text/plain") for k, v in outputs_by_name.items() if "image/png" not in v["data"]}
+    return {
+        k: v["data"].get("text/plain")
+        for k, v in outputs_by_name.items()
+        if "image/png" not in v["data"]
+    }
 
 
 def glue_of(nb) -> dict:
@@ -34,7 +38,10 @@ def glue_of(nb) -> dict:
             meta = out.get("metadata", {}).get("scrapbook")
             if meta:
                 prefix = meta.get("mime_prefix", "")
-                data = {k[len(prefix):] if k.startswith(prefix) else k: v for k, v in out["data"].items()}
+                data = {
+                    k[len(prefix) :] if k.startswith(prefix) else k: v
+                    for k, v in out["data"].items()
+                }
                 found[meta["name"]] = {"data": data}
     return found
 
@@ -45,7 +52,9 @@ def test_a_second_execution_glues_identical_values(path, tmp_path):
     built = json.loads((EXECUTED / f"{path.stem}.glue.json").read_text())
     nb = nbformat.read(path, as_version=4)
     start = time.perf_counter()
-    NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}).execute()
+    NotebookClient(
+        nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
+    ).execute()
     seconds = time.perf_counter() - start
     print(f"{path.name}: executed in {seconds:.1f} s")
     again = glue_of(nb)
@@ -72,7 +81,9 @@ def test_chapter_page_has_glued_numbers_figures_and_math(path):
 def test_embedded_widget_state_is_at_most_3_mb_per_page(path):
     """Static explorers embed prerendered figures; the page must stay light."""
     page = (HTML / "chapters" / f"{path.stem}.html").read_text(encoding="utf-8")
-    states = re.findall(r'<script type="application/vnd.jupyter.widget-state\+json">(.*?)</script>', page, re.S)
+    states = re.findall(
+        r'<script type="application/vnd.jupyter.widget-state\+json">(.*?)</script>', page, re.S
+    )
     size = sum(len(s.encode()) for s in states)
     print(f"{path.name}: {size / 1e6:.2f} MB of widget state")
     assert size <= 3_000_000
@@ -94,7 +105,9 @@ def test_internal_links_resolve():
 
 # --- No trace of the build machine in what is served --------------------------------------
 
-SERVED = pathlib.Path(os.environ.get("POSENC_BOOK_HTML", HTML))  # POSENC_BOOK_HTML: check another build
+SERVED = pathlib.Path(
+    os.environ.get("POSENC_BOOK_HTML", HTML)
+)  # POSENC_BOOK_HTML: check another build
 TEXT_SUFFIXES = {".html", ".js", ".json", ".txt", ".css", ".ipynb", ".svg"}
 
 
@@ -104,13 +117,23 @@ def build_machine_strings() -> list[str]:
     import site
     import sys
 
-    paths = {str(ROOT.resolve()), sys.prefix, sys.exec_prefix, *site.getsitepackages(), site.getusersitepackages()}
+    paths = {
+        str(ROOT.resolve()),
+        sys.prefix,
+        sys.exec_prefix,
+        *site.getsitepackages(),
+        site.getusersitepackages(),
+    }
     home = os.path.expanduser("~")
     if len(home) > 1:
         paths.add(home)
     # a one-component prefix such as /usr would match innocent text; the fragments below cover it
     paths = {p for p in paths if len(pathlib.PurePath(p).parts) > 2 or p == home}
-    return sorted(paths | {"/.venv/", "site-packages", "/tmp/", "/root/", "/home/", "file:///"}, key=len, reverse=True)
+    return sorted(
+        paths | {"/.venv/", "site-packages", "/tmp/", "/root/", "/home/", "file:///"},
+        key=len,
+        reverse=True,
+    )
 
 
 def pinned_vendor_bytes() -> dict[pathlib.Path, bytes]:
@@ -128,7 +151,7 @@ def pinned_vendor_bytes() -> dict[pathlib.Path, bytes]:
         except fetch.VendorError:
             continue
         for name, data in fetch.tar_members(tarball, pkg["files"]).items():
-            found[SERVED / pkg["dest"] / name[len(fetch.PREFIX):]] = data
+            found[SERVED / pkg["dest"] / name[len(fetch.PREFIX) :]] = data
     return found
 
 
@@ -150,10 +173,12 @@ def test_no_build_machine_paths_in_pages():
         text = data.decode("utf-8", errors="replace")
         last = -1000
         for m in pattern.finditer(text):
-            if m.start() < last + 40:  # the same path again (checkout, then .venv, then site-packages)
+            if (
+                m.start() < last + 40
+            ):  # the same path again (checkout, then .venv, then site-packages)
                 continue
             last = m.start()
-            context = text[max(0, m.start() - 40):m.end() + 40].replace("\n", " ")
+            context = text[max(0, m.start() - 40) : m.end() + 40].replace("\n", " ")
             hits.append(f"{path.relative_to(SERVED)}: {m.group()!r} in ...{context}...")
     print(f"{len(hits)} build-machine strings in {SERVED} (looked for {needles})")
     assert not hits, f"{len(hits)} build-machine paths served to readers:\n" + "\n".join(hits)
@@ -170,6 +195,10 @@ def test_the_build_executed_the_current_library():
     spec.loader.exec_module(exec_cache)
     record = json.loads((ROOT / "_build" / ".jupyter_cache" / exec_cache.RECORD).read_text())
     now = exec_cache.chapter_inputs(ROOT, environ=record["environment"])
-    assert record["environment"].get("POSENC_BOOK_BUILD") == "1", "built without make book's switches"
-    assert {k: record[k] for k in ("files_sha256", "versions")} == {k: now[k] for k in ("files_sha256", "versions")}
+    assert record["environment"].get("POSENC_BOOK_BUILD") == "1", (
+        "built without make book's switches"
+    )
+    assert {k: record[k] for k in ("files_sha256", "versions")} == {
+        k: now[k] for k in ("files_sha256", "versions")
+    }
     assert record["digest"] == now["digest"]

@@ -71,9 +71,14 @@ PAGES = pages_with_cjk()
 
 # a fontconfig without CJK fonts --------------------------------------------------------------
 
+
 def dejavu_folder() -> pathlib.Path:
     for base in ("/usr/share/fonts", "/usr/local/share/fonts"):
-        hits = sorted(pathlib.Path(base).rglob("DejaVuSans.ttf")) if pathlib.Path(base).is_dir() else []
+        hits = (
+            sorted(pathlib.Path(base).rglob("DejaVuSans.ttf"))
+            if pathlib.Path(base).is_dir()
+            else []
+        )
         if hits:
             return hits[0].parent
     if os.environ.get("BOOK_BUILT"):
@@ -86,13 +91,16 @@ def fontconfig(tmp_path_factory) -> dict:
     folder = dejavu_folder()
     tmp = tmp_path_factory.mktemp("fontconfig")
     conf = tmp / "fonts.conf"
-    conf.write_text(f"""<?xml version="1.0"?>
+    conf.write_text(
+        f"""<?xml version="1.0"?>
 <!DOCTYPE fontconfig SYSTEM "urn:fontconfig:fonts.dtd">
 <fontconfig>
   <dir>{folder}</dir>
   <cachedir>{tmp / "cache"}</cachedir>
 </fontconfig>
-""", encoding="utf-8")
+""",
+        encoding="utf-8",
+    )
     return {"file": conf, "folder": folder, "env": {**os.environ, "FONTCONFIG_FILE": str(conf)}}
 
 
@@ -101,22 +109,39 @@ def test_the_font_configuration_has_no_cjk_font(fontconfig):
     from fontTools.ttLib import TTCollection, TTFont
 
     wanted = {ord(c) for c in MANIFEST["characters"]} | {0x4E00}
-    files = sorted(p for p in fontconfig["folder"].rglob("*") if p.suffix.lower() in {".ttf", ".otf", ".ttc"})
+    files = sorted(
+        p for p in fontconfig["folder"].rglob("*") if p.suffix.lower() in {".ttf", ".otf", ".ttc"}
+    )
     assert files, fontconfig["folder"]
     for path in files:
-        fonts = TTCollection(path).fonts if path.suffix.lower() == ".ttc" else [TTFont(path, lazy=True)]
+        fonts = (
+            TTCollection(path).fonts if path.suffix.lower() == ".ttc" else [TTFont(path, lazy=True)]
+        )
         for font in fonts:
             assert not wanted & set(font.getBestCmap() or {}), f"{path} has CJK glyphs"
     if shutil.which("fc-list"):
-        listed = subprocess.run(["fc-list", "--format", "%{file}\n"], env=fontconfig["env"],
-                                capture_output=True, text=True, check=True).stdout.split()
-        assert listed and all(pathlib.Path(f).parent == fontconfig["folder"] for f in listed), listed[:5]
-        cjk = subprocess.run(["fc-list", ":charset=4e00"], env=fontconfig["env"],
-                             capture_output=True, text=True, check=True).stdout.strip()
+        listed = subprocess.run(
+            ["fc-list", "--format", "%{file}\n"],
+            env=fontconfig["env"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
+        assert listed and all(pathlib.Path(f).parent == fontconfig["folder"] for f in listed), (
+            listed[:5]
+        )
+        cjk = subprocess.run(
+            ["fc-list", ":charset=4e00"],
+            env=fontconfig["env"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
         assert cjk == "", f"fontconfig still finds a CJK font: {cjk}"
 
 
 # browser -------------------------------------------------------------------------------------
+
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
     def log_message(self, *args):
@@ -138,8 +163,15 @@ def browser(fontconfig):
         b = p.chromium.launch(
             executable_path=CHROMIUM,
             env=fontconfig["env"],
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                  "--disable-sync", "--no-first-run", "--disable-quic"],
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+                "--disable-quic",
+            ],
         )
         yield b
         b.close()
@@ -217,8 +249,14 @@ class CJKVisit:
 
         self.context.route("**/*", route)
         self.page = self.context.new_page()
-        self.page.on("response", lambda r: "/_vendor/cjk/" in r.url and r.url.endswith(".woff")
-                     and self.fonts.append((r.url, r.status)))
+        self.page.on(
+            "response",
+            lambda r: (
+                "/_vendor/cjk/" in r.url
+                and r.url.endswith(".woff")
+                and self.fonts.append((r.url, r.status))
+            ),
+        )
         self.page.goto(f"{server}/{path}", wait_until="networkidle")
         page = self.page
         if page.evaluate("() => !!(window.MathJax && MathJax.startup && MathJax.startup.promise)"):
@@ -226,7 +264,9 @@ class CJKVisit:
         if page.locator('script[type="application/vnd.jupyter.widget-state+json"]').count():
             page.wait_for_selector(".jupyter-widgets:not(script)", state="attached", timeout=30000)
             page.wait_for_load_state("networkidle")
-            page.evaluate("() => window.MathJax && MathJax.startup ? MathJax.startup.promise : null")
+            page.evaluate(
+                "() => window.MathJax && MathJax.startup ? MathJax.startup.promise : null"
+            )
         self.runs = page.evaluate(WRAP, CJK_RE.pattern)
         page.evaluate("() => document.fonts.ready.then(() => null)")
         page.wait_for_load_state("networkidle")
@@ -239,7 +279,9 @@ class CJKVisit:
         cdp.send("DOM.enable")
         cdp.send("CSS.enable")
         root = cdp.send("DOM.getDocument", {"depth": 0})["root"]["nodeId"]
-        ids = cdp.send("DOM.querySelectorAll", {"nodeId": root, "selector": "span[data-cjk-run]"})["nodeIds"]
+        ids = cdp.send("DOM.querySelectorAll", {"nodeId": root, "selector": "span[data-cjk-run]"})[
+            "nodeIds"
+        ]
         assert len(ids) == len(self.runs)
         return [cdp.send("CSS.getPlatformFontsForNode", {"nodeId": i})["fonts"] for i in ids]
 
@@ -298,30 +340,54 @@ def test_every_cjk_character_is_drawn_by_the_books_font(visits, served_glyphs):
                 hidden.append(f"{path}: {run['text']!r} in {run['context']!r}")
                 continue
             ours = [f for f in used if f["isCustomFont"] and f["familyName"] == family]
-            others = [f"{f['familyName']} ({'web font' if f['isCustomFont'] else 'system'}, {f['glyphCount']} glyphs)"
-                      for f in used if f not in ours]
-            boxes = sorted({ch for f in ours for ch in run["text"]
-                            if ch not in served_glyphs.get(f["postScriptName"], set())})
+            others = [
+                f"{f['familyName']} ({'web font' if f['isCustomFont'] else 'system'}, {f['glyphCount']} glyphs)"
+                for f in used
+                if f not in ours
+            ]
+            boxes = sorted(
+                {
+                    ch
+                    for f in ours
+                    for ch in run["text"]
+                    if ch not in served_glyphs.get(f["postScriptName"], set())
+                }
+            )
             if others or boxes or sum(f["glyphCount"] for f in ours) != len(run["text"]):
-                why = f"drawn by {others}" if others else (f"no glyph for {''.join(boxes)} in {ours}" if boxes
-                                                            else f"glyph count {ours}")
-                wrong.append(f"{path}: {run['text']!r} (weight {run['weight']}) {why} in {run['context']!r}")
+                why = (
+                    f"drawn by {others}"
+                    if others
+                    else (
+                        f"no glyph for {''.join(boxes)} in {ours}"
+                        if boxes
+                        else f"glyph count {ours}"
+                    )
+                )
+                wrong.append(
+                    f"{path}: {run['text']!r} (weight {run['weight']}) {why} in {run['context']!r}"
+                )
             else:
                 drawn.update(run["text"])
     assert not wrong, f"{len(wrong)} CJK runs not drawn by {family} alone:\n" + "\n".join(wrong)
     # every character is proven drawn at least once; the only runs not checked are not rendered
     not_drawn = sorted(set(MANIFEST["characters"]) - drawn)
-    assert not not_drawn, (f"never drawn by the book's font: {''.join(not_drawn)}; runs not rendered:\n"
-                           + "\n".join(hidden))
-    print(f"\n{sum(len(r) for r, *_ in visits.values())} CJK runs on {len(visits)} pages, "
-          f"{len(drawn)} characters drawn by {family} (web font); {len(hidden)} runs not rendered")
+    assert not not_drawn, (
+        f"never drawn by the book's font: {''.join(not_drawn)}; runs not rendered:\n"
+        + "\n".join(hidden)
+    )
+    print(
+        f"\n{sum(len(r) for r, *_ in visits.values())} CJK runs on {len(visits)} pages, "
+        f"{len(drawn)} characters drawn by {family} (web font); {len(hidden)} runs not rendered"
+    )
 
 
 def test_the_dom_has_exactly_the_characters_the_font_was_made_for(visits):
     dom = set().union(*(chars for _, _, chars, _, _ in visits.values()))
     subset = set(MANIFEST["characters"])
     assert len(dom) == MANIFEST["count"] == len(subset), (len(dom), MANIFEST["count"])
-    assert dom == subset, f"in the DOM only: {''.join(sorted(dom - subset))}; subset only: {''.join(sorted(subset - dom))}"
+    assert dom == subset, (
+        f"in the DOM only: {''.join(sorted(dom - subset))}; subset only: {''.join(sorted(subset - dom))}"
+    )
 
 
 def test_the_font_is_served_locally(visits, server):
@@ -341,12 +407,20 @@ def test_without_the_books_font_cjk_has_no_font(browser, server):
     context = browser.new_context()
     try:
         page = context.new_page()
-        page.route("**/*", lambda r: r.abort() if urlparse(r.request.url).netloc != urlparse(server).netloc
-                   else r.continue_())
+        page.route(
+            "**/*",
+            lambda r: (
+                r.abort()
+                if urlparse(r.request.url).netloc != urlparse(server).netloc
+                else r.continue_()
+            ),
+        )
         page.goto(f"{server}/genindex.html", wait_until="networkidle")
-        page.evaluate("""(text) => { const s = document.createElement('span'); s.id = 'control';
+        page.evaluate(
+            """(text) => { const s = document.createElement('span'); s.id = 'control';
             s.style.fontFamily = 'sans-serif'; s.textContent = text; document.body.prepend(s); }""",
-                      MANIFEST["characters"][:20])
+            MANIFEST["characters"][:20],
+        )
         cdp = context.new_cdp_session(page)
         cdp.send("DOM.enable")
         cdp.send("CSS.enable")

@@ -188,7 +188,9 @@ def measure(chromium, base_url: str, path: str, width: int) -> dict:
 def offenders(found: dict, width: int) -> dict[str, list[str]]:
     """Actionable lines for everything that fails, grouped by kind."""
     groups = {
-        "clipped display formulas": [f"{f['text']!r}: " + "; ".join(f["why"]) for f in found["formulas"] if f["why"]],
+        "clipped display formulas": [
+            f"{f['text']!r}: " + "; ".join(f["why"]) for f in found["formulas"] if f["why"]
+        ],
         "code/output blocks that scroll sideways": [],
         "page scrolls sideways": [],
     }
@@ -196,15 +198,21 @@ def offenders(found: dict, width: int) -> dict[str, list[str]]:
         groups["code/output blocks that scroll sideways"] = [
             f"{b['kind']} in the cell starting {b['cell']!r}: longest line {b['longest']} chars ({b['line']!r}), "
             f"scrollWidth {b['sw']} px > clientWidth {b['cw']} px (this block fits {b['fits']} chars)"
-            for b in found["blocks"]]
+            for b in found["blocks"]
+        ]
         # At the desktop width a reader should not need a formula's own scrollbar either (it is
         # hidden until hovered on many systems): long formulas are broken across lines.
         groups["display formulas wider than the column"] = [
-            f"{f['text']!r}: {f['sw']} px in a {f['cw']} px box" for f in found["formulas"] if f["scrolls"]]
+            f"{f['text']!r}: {f['sw']} px in a {f['cw']} px box"
+            for f in found["formulas"]
+            if f["scrolls"]
+        ]
     p = found["page"]
     if p["sw"] > p["iw"] + 1:
-        groups["page scrolls sideways"] = [f"scrollWidth {p['sw']} px > innerWidth {p['iw']} px; sticking out: "
-                                           + ", ".join(p["culprits"] or ["?"])]
+        groups["page scrolls sideways"] = [
+            f"scrollWidth {p['sw']} px > innerWidth {p['iw']} px; sticking out: "
+            + ", ".join(p["culprits"] or ["?"])
+        ]
     return {kind: lines for kind, lines in groups.items() if lines}
 
 
@@ -217,8 +225,13 @@ def test_nothing_is_clipped_or_pushed_sideways(browser, server, path, width):
     bad = offenders(found, width)
     scrolling = sum(f["scrolls"] and not f["why"] for f in found["formulas"])
     fit = f", a code line fits {found['fit']} chars" if found["fit"] else ""
-    print(f"\n{path} @ {width} px: {len(found['formulas'])} display formulas ({scrolling} scroll in their box)"
-          f"{fit}; " + (", ".join(f"{kind}: {len(lines)}" for kind, lines in bad.items()) or "no offenders"))
+    print(
+        f"\n{path} @ {width} px: {len(found['formulas'])} display formulas ({scrolling} scroll in their box)"
+        f"{fit}; "
+        + (", ".join(f"{kind}: {len(lines)}" for kind, lines in bad.items()) or "no offenders")
+    )
     assert found["external"] == [], f"requests that left the machine: {found['external'][:5]}"
     assert not bad, f"{path} at {width} px wide:\n" + "\n".join(
-        f"  {kind} ({len(lines)}):\n" + "\n".join(f"    - {line}" for line in lines) for kind, lines in bad.items())
+        f"  {kind} ({len(lines)}):\n" + "\n".join(f"    - {line}" for line in lines)
+        for kind, lines in bad.items()
+    )

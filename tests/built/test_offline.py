@@ -43,10 +43,26 @@ PACKAGES = vendor.load_lock()
 PAGES = sorted(p for p in HTML.rglob("*.html") if "_static" not in p.relative_to(HTML).parts)
 STYLESHEETS = sorted(HTML.rglob("*.css"))
 # <link rel=...> values that make the browser fetch or contact the target while reading.
-LOADING_RELS = {"stylesheet", "preload", "modulepreload", "prefetch", "icon", "shortcut", "apple-touch-icon",
-                "mask-icon", "manifest", "preconnect", "dns-prefetch", "prerender"}
+LOADING_RELS = {
+    "stylesheet",
+    "preload",
+    "modulepreload",
+    "prefetch",
+    "icon",
+    "shortcut",
+    "apple-touch-icon",
+    "mask-icon",
+    "manifest",
+    "preconnect",
+    "dns-prefetch",
+    "prerender",
+}
 # Widget modules html-manager's embed-amd.js bundles; any other module it fetches from a CDN.
-BUNDLED_WIDGET_MODULES = {"@jupyter-widgets/base", "@jupyter-widgets/controls", "@jupyter-widgets/output"}
+BUNDLED_WIDGET_MODULES = {
+    "@jupyter-widgets/base",
+    "@jupyter-widgets/controls",
+    "@jupyter-widgets/output",
+}
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 CJK_DIR = HTML / "_vendor" / "cjk"
 CJK_MANIFEST = CJK_DIR / "cjk-font.json"
@@ -72,7 +88,16 @@ class _Resources(html.parser.HTMLParser):
         elif tag == "link" and a.get("href"):
             if LOADING_RELS & set(a.get("rel", "").lower().split()):
                 self.loads.append((f"link rel={a['rel']}", a["href"]))
-        elif tag in {"img", "source", "iframe", "embed", "video", "audio", "track", "input"} and a.get("src"):
+        elif tag in {
+            "img",
+            "source",
+            "iframe",
+            "embed",
+            "video",
+            "audio",
+            "track",
+            "input",
+        } and a.get("src"):
             self.loads.append((f"{tag} src", a["src"]))
         elif tag == "object" and a.get("data"):
             self.loads.append(("object data", a["data"]))
@@ -124,7 +149,7 @@ def local_target(base: pathlib.Path, url: str) -> pathlib.Path | None:
 
 
 def served(pkg: dict, name: str) -> pathlib.Path:
-    return HTML / pkg["dest"] / name[len(vendor.PREFIX):]
+    return HTML / pkg["dest"] / name[len(vendor.PREFIX) :]
 
 
 @pytest.fixture(scope="module")
@@ -140,21 +165,30 @@ def tarball_files() -> dict[str, dict[str, bytes]]:
         path = vendor.tarball_path(pkg)
         if not path.exists():
             if os.environ.get("BOOK_BUILT"):
-                raise AssertionError(f"{path} is missing although the book was built (`make book` fetches it)")
+                raise AssertionError(
+                    f"{path} is missing although the book was built (`make book` fetches it)"
+                )
             pytest.skip(f"{path.name} is not cached (run `python _vendor/fetch.py`)")
-        out[pkg["package"]] = vendor.tar_members(path, pkg["files"] + [vendor.PREFIX + "package.json"])
+        out[pkg["package"]] = vendor.tar_members(
+            path, pkg["files"] + [vendor.PREFIX + "package.json"]
+        )
     return out
 
 
 # (a) + (b): what pages load is local and exists ----------------------------------------------
+
 
 def test_pages_were_found():
     assert len(PAGES) >= 5 and (HTML / "chapters").is_dir()
 
 
 def test_every_resource_a_page_loads_is_local(parsed_pages):
-    external = [f"{page.relative_to(HTML)}: {kind} {url}"
-                for page, res in parsed_pages.items() for kind, url in res.loads if is_external(url)]
+    external = [
+        f"{page.relative_to(HTML)}: {kind} {url}"
+        for page, res in parsed_pages.items()
+        for kind, url in res.loads
+        if is_external(url)
+    ]
     assert not external, "resources loaded from other hosts:\n" + "\n".join(external[:20])
 
 
@@ -173,15 +207,21 @@ def test_every_local_resource_a_page_loads_exists(parsed_pages):
 
 
 def test_inline_styles_load_nothing_external(parsed_pages):
-    external = [f"{page.relative_to(HTML)}: {u}" for page, res in parsed_pages.items()
-                for u in css_urls("\n".join(res.styles)) if is_external(u)]
+    external = [
+        f"{page.relative_to(HTML)}: {u}"
+        for page, res in parsed_pages.items()
+        for u in css_urls("\n".join(res.styles))
+        if is_external(u)
+    ]
     assert not external, external[:20]
 
 
 def test_math_pages_load_the_vendored_mathjax(parsed_pages):
     mathjax = [pkg for pkg in PACKAGES if pkg["package"] == "mathjax"][0]
     expected = (HTML / mathjax["dest"] / "es5" / "tex-mml-chtml.js").resolve()
-    math_pages = [p for p, res in parsed_pages.items() if any("tex-mml-chtml" in u for _, u in res.loads)]
+    math_pages = [
+        p for p, res in parsed_pages.items() if any("tex-mml-chtml" in u for _, u in res.loads)
+    ]
     assert len(math_pages) >= 3, "no page loads MathJax: is math still rendered?"
     for page in math_pages:
         srcs = [local_target(page, u) for _, u in parsed_pages[page].loads if "tex-mml-chtml" in u]
@@ -190,13 +230,18 @@ def test_math_pages_load_the_vendored_mathjax(parsed_pages):
 
 # (c): stylesheets ----------------------------------------------------------------------------
 
+
 def test_stylesheets_were_found():
     assert any(p.name == "pydata-sphinx-theme.css" for p in STYLESHEETS)
 
 
 def test_stylesheets_import_nothing_external():
-    external = [f"{css.relative_to(HTML)}: {u}" for css in STYLESHEETS
-                for u in css_urls(css.read_text(encoding="utf-8", errors="replace")) if is_external(u)]
+    external = [
+        f"{css.relative_to(HTML)}: {u}"
+        for css in STYLESHEETS
+        for u in css_urls(css.read_text(encoding="utf-8", errors="replace"))
+        if is_external(u)
+    ]
     assert not external, "stylesheets loading from other hosts:\n" + "\n".join(external[:20])
 
 
@@ -212,13 +257,18 @@ def test_stylesheet_fonts_and_images_exist():
 
 # (d) + (e): the vendored files -----------------------------------------------------------------
 
+
 def test_lock_pins_exact_versions_with_sha512_integrity():
     for pkg in PACKAGES:
         assert re.fullmatch(r"\d+\.\d+\.\d+", pkg["version"]), pkg
         assert re.fullmatch(r"sha512-[A-Za-z0-9+/]{86}==", pkg["integrity"]), pkg
         assert pkg["dest"].startswith("_vendor/") and pkg["files"], pkg
-    assert [p["package"] for p in PACKAGES] == ["requirejs", "@jupyter-widgets/html-manager", "mathjax",
-                                                "@fontsource/noto-sans-sc"]
+    assert [p["package"] for p in PACKAGES] == [
+        "requirejs",
+        "@jupyter-widgets/html-manager",
+        "mathjax",
+        "@fontsource/noto-sans-sc",
+    ]
     # only the font package has build inputs (not served), and it serves its licence
     assert [p["package"] for p in PACKAGES if p.get("build_inputs")] == ["@fontsource/noto-sans-sc"]
     font = PACKAGES[-1]
@@ -249,14 +299,20 @@ def test_nothing_unpinned_is_served_under_vendor():
     pinned = {served(pkg, name) for pkg in PACKAGES for name in pkg["files"]}
     manifest = json.loads(CJK_MANIFEST.read_text(encoding="utf-8"))
     generated = {CJK_DIR / name for name in [*manifest["fonts"], "cjk.css", "cjk-font.json"]}
-    extra = [p.relative_to(HTML) for p in (HTML / "_vendor").rglob("*")
-             if p.is_file() and p not in pinned | generated]
+    extra = [
+        p.relative_to(HTML)
+        for p in (HTML / "_vendor").rglob("*")
+        if p.is_file() and p not in pinned | generated
+    ]
     assert not extra, extra[:20]
     assert all(p.is_file() for p in generated), sorted(generated)
 
 
-@pytest.mark.parametrize("pkg", [p for p in PACKAGES if any(n.endswith(".js") for n in p["files"])],
-                         ids=lambda p: p["package"])
+@pytest.mark.parametrize(
+    "pkg",
+    [p for p in PACKAGES if any(n.endswith(".js") for n in p["files"])],
+    ids=lambda p: p["package"],
+)
 def test_served_entry_file_carries_the_pinned_version(pkg):
     entry = served(pkg, next(n for n in pkg["files"] if n.endswith(".js")))
     assert pkg["version"] in entry.read_text(encoding="utf-8", errors="replace")
@@ -271,26 +327,39 @@ def test_cjk_subset_is_small_comes_from_the_pinned_font_and_is_linked_from_every
         data = (CJK_DIR / name).read_bytes()
         assert data[:4] == b"wOFF" and len(data) == info["bytes"], name
         assert hashlib.sha256(data).hexdigest() == info["sha256"], name
-    assert manifest["bytes"] < 500_000, "the CJK subset should stay a small fraction of the 73 MB package"
+    assert manifest["bytes"] < 500_000, (
+        "the CJK subset should stay a small fraction of the 73 MB package"
+    )
     # the package's own slices are never served whole
     assert not [p for p in HTML.rglob("noto-sans-sc-*-normal.*")]
     assert (CJK_DIR / "LICENSE").is_file()
     stylesheet = (CJK_DIR / "cjk.css").resolve()
     # every page but Jupyter Book's index.html, a bare <meta http-equiv="Refresh"> redirect
-    unlinked = [page.relative_to(HTML) for page, res in parsed_pages.items()
-                if stylesheet not in {local_target(page, u) for kind, u in res.loads if kind.startswith("link")}
-                and "<body" in page.read_text(encoding="utf-8")]
+    unlinked = [
+        page.relative_to(HTML)
+        for page, res in parsed_pages.items()
+        if stylesheet
+        not in {local_target(page, u) for kind, u in res.loads if kind.startswith("link")}
+        and "<body" in page.read_text(encoding="utf-8")
+    ]
     assert not unlinked, unlinked[:20]
     # cjk.css puts its family in front of the theme's own stacks, which must still exist
     theme = (HTML / "_static" / "styles" / "pydata-sphinx-theme.css").read_text(encoding="utf-8")
     for var in re.findall(r"var\((--pst-[a-z-]+)\)", stylesheet.read_text(encoding="utf-8")):
-        assert f"{var}:" in theme, f"cjk.css uses {var}, which pydata-sphinx-theme no longer defines"
+        assert f"{var}:" in theme, (
+            f"cjk.css uses {var}, which pydata-sphinx-theme no longer defines"
+        )
 
 
 def test_vendored_files_are_outside_static_paths():
     """Jupyter Book adds every .js/.css under an html_static_path to every page."""
     static = HTML / "_static"
-    names = {pathlib.PurePosixPath(n).name for pkg in PACKAGES for n in pkg["files"] if n.endswith((".js", ".css"))}
+    names = {
+        pathlib.PurePosixPath(n).name
+        for pkg in PACKAGES
+        for n in pkg["files"]
+        if n.endswith((".js", ".css"))
+    }
     assert not [p for p in static.rglob("*") if p.name in names]
     for folder in SPHINX.get("html_static_path", []):
         assert not (ROOT / folder).resolve().is_relative_to((ROOT / "_vendor").resolve()), folder
@@ -305,7 +374,9 @@ def test_config_points_at_vendored_files():
     for path in paths:
         assert not is_external(path), path
         assert (HTML / "_static" / path).resolve() in pinned, path
-    assert all(not is_external(v) for attrs in SPHINX["nb_ipywidgets_js"].values() for v in attrs.values())
+    assert all(
+        not is_external(v) for attrs in SPHINX["nb_ipywidgets_js"].values() for v in attrs.values()
+    )
     assert "integrity" not in json.dumps(SPHINX["nb_ipywidgets_js"])
 
 
@@ -334,7 +405,9 @@ def test_widget_bundle_finds_its_icon_fonts():
 def test_widget_pages_use_only_bundled_widgets_and_local_loaders(parsed_pages):
     """A module outside embed-amd.js's bundle would be fetched from a CDN at read time."""
     for page, res in parsed_pages.items():
-        loaders = [u for _, u in res.loads if u.split("?")[0].endswith(("require.js", "embed-amd.js"))]
+        loaders = [
+            u for _, u in res.loads if u.split("?")[0].endswith(("require.js", "embed-amd.js"))
+        ]
         if not res.widget_states:
             assert not loaders, f"{page.relative_to(HTML)} loads the widget scripts without widgets"
             continue
@@ -342,5 +415,10 @@ def test_widget_pages_use_only_bundled_widgets_and_local_loaders(parsed_pages):
         for block in res.widget_states:
             state = json.loads(block)["state"]
             for model_id, model in state.items():
-                modules = {model["model_module"], model["state"].get("_view_module") or model["model_module"]}
-                assert modules <= BUNDLED_WIDGET_MODULES, f"{page.relative_to(HTML)}: {model_id} needs {modules}"
+                modules = {
+                    model["model_module"],
+                    model["state"].get("_view_module") or model["model_module"],
+                }
+                assert modules <= BUNDLED_WIDGET_MODULES, (
+                    f"{page.relative_to(HTML)}: {model_id} needs {modules}"
+                )

@@ -7,9 +7,9 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from rounding import is_nearest
 
 import posenc_core as pc
-from rounding import is_nearest
 
 
 def reference_get_slopes(n):
@@ -31,7 +31,9 @@ def reference_get_slopes(n):
 @pytest.mark.parametrize("n", list(range(1, 65)) + [96, 100, 128])
 def test_slopes_match_reference_get_slopes(n):
     got = pc.alibi_slopes(n, dtype=torch.float64)
-    torch.testing.assert_close(got, torch.tensor(reference_get_slopes(n), dtype=torch.float64), rtol=1e-13, atol=0)
+    torch.testing.assert_close(
+        got, torch.tensor(reference_get_slopes(n), dtype=torch.float64), rtol=1e-13, atol=0
+    )
 
 
 def test_eight_heads_published_slopes():
@@ -61,7 +63,11 @@ def _bias_case(draw):
 
 
 @settings(max_examples=80, deadline=None)
-@given(case=_bias_case(), causal=st.booleans(), dtype=st.sampled_from([torch.float64, torch.float32, torch.bfloat16, torch.float16]))
+@given(
+    case=_bias_case(),
+    causal=st.booleans(),
+    dtype=st.sampled_from([torch.float64, torch.float32, torch.bfloat16, torch.float16]),
+)
 def test_bias_matches_the_formula_for_any_heads_and_lengths(case, causal, dtype):
     """Press et al. 2022, Sec. 3: bias -m_h (i - j) for keys j at or before query i (-inf after
     it, the causal mask), or -m_h |i - j| without a mask. The q_len queries are the last q_len of
@@ -88,8 +94,12 @@ def test_bias_matches_the_formula_for_any_heads_and_lengths(case, causal, dtype)
 
 
 def test_numpy_bool_is_accepted_for_causal():
-    assert torch.equal(pc.alibi_bias(3, 4, 5, causal=np.bool_(True)), pc.alibi_bias(3, 4, 5, causal=True))
-    assert torch.equal(pc.alibi_bias(3, 4, 5, causal=np.bool_(False)), pc.alibi_bias(3, 4, 5, causal=False))
+    assert torch.equal(
+        pc.alibi_bias(3, 4, 5, causal=np.bool_(True)), pc.alibi_bias(3, 4, 5, causal=True)
+    )
+    assert torch.equal(
+        pc.alibi_bias(3, 4, 5, causal=np.bool_(False)), pc.alibi_bias(3, 4, 5, causal=False)
+    )
 
 
 def test_key_bias_is_slope_times_key_index():
@@ -98,7 +108,9 @@ def test_key_bias_is_slope_times_key_index():
         m = torch.tensor(reference_get_slopes(h), dtype=torch.float64)
         got = pc.alibi_key_bias(h, 7, dtype=torch.float64)
         assert got.shape == (h, 1, 7)
-        torch.testing.assert_close(got, m[:, None, None] * torch.arange(7.0, dtype=torch.float64), rtol=1e-13, atol=0)
+        torch.testing.assert_close(
+            got, m[:, None, None] * torch.arange(7.0, dtype=torch.float64), rtol=1e-13, atol=0
+        )
 
 
 def test_device_may_be_a_string_or_a_device():
@@ -111,7 +123,9 @@ def test_device_may_be_a_string_or_a_device():
 def test_decoding_rows_are_the_last_rows():
     full = pc.alibi_bias(4, 10, 10)
     torch.testing.assert_close(pc.alibi_bias(4, 3, 10), full[:, -3:])
-    torch.testing.assert_close(pc.alibi_bias(4, 1, 10, causal=False), pc.alibi_bias(4, 10, 10, causal=False)[:, -1:])
+    torch.testing.assert_close(
+        pc.alibi_bias(4, 1, 10, causal=False), pc.alibi_bias(4, 10, 10, causal=False)[:, -1:]
+    )
 
 
 def test_key_only_shortcut_equals_alibi_only_under_a_causal_mask():
@@ -138,13 +152,29 @@ def test_key_only_shortcut_equals_alibi_only_under_a_causal_mask():
         (lambda: pc.alibi_slopes(4, dtype=torch.int32), TypeError, "dtype.*int32"),
         # dtype: floating only (an int32 bias held -2147483648 for -inf; an int key bias was all zeros)
         (lambda: pc.alibi_bias(2, 3, 3, dtype=torch.int32), TypeError, "dtype.*floating.*int32"),
-        (lambda: pc.alibi_bias(2, 3, 3, dtype=torch.bool), TypeError, "dtype.*floating.*torch.bool"),
-        (lambda: pc.alibi_bias(2, 3, 3, dtype="float32"), TypeError, "dtype.*torch.dtype.*str 'float32'"),
+        (
+            lambda: pc.alibi_bias(2, 3, 3, dtype=torch.bool),
+            TypeError,
+            "dtype.*floating.*torch.bool",
+        ),
+        (
+            lambda: pc.alibi_bias(2, 3, 3, dtype="float32"),
+            TypeError,
+            "dtype.*torch.dtype.*str 'float32'",
+        ),
         (lambda: pc.alibi_key_bias(2, 3, dtype=torch.int32), TypeError, "dtype.*floating.*int32"),
-        (lambda: pc.alibi_key_bias(2, 3, dtype=torch.complex64), TypeError, "dtype.*floating.*complex64"),
+        (
+            lambda: pc.alibi_key_bias(2, 3, dtype=torch.complex64),
+            TypeError,
+            "dtype.*floating.*complex64",
+        ),
         # causal: True or False (numpy bools too), nothing else
         (lambda: pc.alibi_bias(4, 3, 3, causal=1), TypeError, "causal.*True or False.*int 1"),
-        (lambda: pc.alibi_bias(4, 3, 3, causal=None), TypeError, "causal.*True or False.*NoneType None"),
+        (
+            lambda: pc.alibi_bias(4, 3, 3, causal=None),
+            TypeError,
+            "causal.*True or False.*NoneType None",
+        ),
         # head counts and lengths
         (lambda: pc.alibi_slopes(True), TypeError, "n_heads.*bool True"),
         (lambda: pc.alibi_bias(True, 3, 3), TypeError, "n_heads.*bool True"),

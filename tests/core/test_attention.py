@@ -22,7 +22,11 @@ def manual_attention(q, k, v, mask=None):
     """softmax(q k^T / sqrt(d)) v written out with explicit loops over rows, in float64."""
     out = torch.empty(q.shape[0], v.shape[1], dtype=torch.float64)
     for i in range(q.shape[0]):
-        scores = [float(q[i] @ k[j]) / math.sqrt(q.shape[1]) + (0.0 if mask is None else float(mask[i, j])) for j in range(k.shape[0])]
+        scores = [
+            float(q[i] @ k[j]) / math.sqrt(q.shape[1])
+            + (0.0 if mask is None else float(mask[i, j]))
+            for j in range(k.shape[0])
+        ]
         top = max(scores)
         e = [math.exp(s - top) for s in scores]
         w = torch.tensor([x / sum(e) for x in e], dtype=torch.float64)
@@ -87,11 +91,17 @@ def test_matches_explicit_softmax_loops():
     wq, wk, wv = weights()
     q, k, v = x @ wq, x @ wk, x @ wv
     torch.testing.assert_close(pc.attention(q, k, v), manual_attention(q, k, v))
-    causal = torch.zeros(S, S, dtype=torch.float64).masked_fill(torch.ones(S, S).triu(1).bool(), float("-inf"))
-    torch.testing.assert_close(pc.attention(q, k, v, causal=True), manual_attention(q, k, v, causal))
+    causal = torch.zeros(S, S, dtype=torch.float64).masked_fill(
+        torch.ones(S, S).triu(1).bool(), float("-inf")
+    )
+    torch.testing.assert_close(
+        pc.attention(q, k, v, causal=True), manual_attention(q, k, v, causal)
+    )
     bias = torch.randn(S, S, dtype=torch.float64)
     torch.testing.assert_close(pc.attention(q, k, v, bias=bias), manual_attention(q, k, v, bias))
-    torch.testing.assert_close(pc.attention(q, k, v, bias=bias, causal=True), manual_attention(q, k, v, bias + causal))
+    torch.testing.assert_close(
+        pc.attention(q, k, v, bias=bias, causal=True), manual_attention(q, k, v, bias + causal)
+    )
 
 
 def test_weights_path_equals_fused_path_and_rows_sum_to_one():
@@ -106,7 +116,9 @@ def test_weights_path_equals_fused_path_and_rows_sum_to_one():
 def test_decoding_queries_are_the_last_rows():
     q, k, v = (torch.randn(4, S, 8) for _ in range(3))
     full = pc.attention(q, k, v, causal=True)
-    torch.testing.assert_close(pc.attention(q[:, -2:], k, v, causal=True), full[:, -2:], atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(
+        pc.attention(q[:, -2:], k, v, causal=True), full[:, -2:], atol=1e-6, rtol=1e-5
+    )
 
 
 @pytest.mark.parametrize("scheme", ["none", "rope", "alibi"])
@@ -133,22 +145,65 @@ def test_multi_head_without_positions_is_equivariant():
 @pytest.mark.parametrize(
     "call, exc, match",
     [
-        (lambda: pc.attention(torch.zeros(3, 4), torch.zeros(3, 5), torch.zeros(3, 4)), ValueError, "q and k.*last dimension"),
-        (lambda: pc.attention(torch.zeros(3, 4), torch.zeros(3, 4), torch.zeros(2, 4)), ValueError, "k and v.*sequence"),
-        (lambda: pc.attention(torch.zeros(3, 4), torch.zeros(3, 4), torch.zeros(3, 4), bias=torch.zeros(2, 2)), ValueError, r"bias.*\(2, 2\).*\(3, 3\)"),
-        (lambda: pc.attention(torch.zeros(5, 4), torch.zeros(3, 4), torch.zeros(3, 4), causal=True), ValueError, "s_q=5, s_k=3"),
-        (lambda: pc.attention(torch.zeros(3, 4, dtype=torch.long), torch.zeros(3, 4), torch.zeros(3, 4)), TypeError, "q.*int64"),
-        (lambda: pc.attention(torch.zeros(3, 4), torch.zeros(3, 4), torch.zeros(3, 4), causal=1), TypeError, "causal.*int"),
-        (lambda: pc.self_attention(torch.zeros(3, 4), torch.zeros(5, 2), torch.zeros(4, 2), torch.zeros(4, 2)), ValueError, r"w_q.*d_model=4.*\(5, 2\)"),
+        (
+            lambda: pc.attention(torch.zeros(3, 4), torch.zeros(3, 5), torch.zeros(3, 4)),
+            ValueError,
+            "q and k.*last dimension",
+        ),
+        (
+            lambda: pc.attention(torch.zeros(3, 4), torch.zeros(3, 4), torch.zeros(2, 4)),
+            ValueError,
+            "k and v.*sequence",
+        ),
+        (
+            lambda: pc.attention(
+                torch.zeros(3, 4), torch.zeros(3, 4), torch.zeros(3, 4), bias=torch.zeros(2, 2)
+            ),
+            ValueError,
+            r"bias.*\(2, 2\).*\(3, 3\)",
+        ),
+        (
+            lambda: pc.attention(
+                torch.zeros(5, 4), torch.zeros(3, 4), torch.zeros(3, 4), causal=True
+            ),
+            ValueError,
+            "s_q=5, s_k=3",
+        ),
+        (
+            lambda: pc.attention(
+                torch.zeros(3, 4, dtype=torch.long), torch.zeros(3, 4), torch.zeros(3, 4)
+            ),
+            TypeError,
+            "q.*int64",
+        ),
+        (
+            lambda: pc.attention(torch.zeros(3, 4), torch.zeros(3, 4), torch.zeros(3, 4), causal=1),
+            TypeError,
+            "causal.*int",
+        ),
+        (
+            lambda: pc.self_attention(
+                torch.zeros(3, 4), torch.zeros(5, 2), torch.zeros(4, 2), torch.zeros(4, 2)
+            ),
+            ValueError,
+            r"w_q.*d_model=4.*\(5, 2\)",
+        ),
         (lambda: pc.MultiHeadSelfAttention(30, 4), ValueError, "n_heads=4.*d_model=30"),
-        (lambda: pc.MultiHeadSelfAttention(32, 4, rope=pc.RotaryEmbedding(16)), ValueError, "rope.head_dim=16.*8"),
-        (lambda: pc.MultiHeadSelfAttention(32, 4)(torch.zeros(2, 3, 16)), ValueError, r"x.*d_model=32.*\(2, 3, 16\)"),
+        (
+            lambda: pc.MultiHeadSelfAttention(32, 4, rope=pc.RotaryEmbedding(16)),
+            ValueError,
+            "rope.head_dim=16.*8",
+        ),
+        (
+            lambda: pc.MultiHeadSelfAttention(32, 4)(torch.zeros(2, 3, 16)),
+            ValueError,
+            r"x.*d_model=32.*\(2, 3, 16\)",
+        ),
     ],
 )
 def test_bad_arguments(call, exc, match):
     with pytest.raises(exc, match=match):
         call()
-
 
 
 def reference_attention(q, k, v, bias=None):
@@ -177,7 +232,9 @@ def test_broadcastable_bias_matches_explicit_softmax(bias_shape):
     k, v = torch.randn(B, H, SK, DH, generator=g), torch.randn(B, H, SK, DH, generator=g)
     bias = torch.randn(bias_shape, generator=g)
     ref_out, ref_w = reference_attention(q, k, v, bias)
-    torch.testing.assert_close(pc.attention(q, k, v, bias=bias).double(), ref_out, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(
+        pc.attention(q, k, v, bias=bias).double(), ref_out, atol=1e-5, rtol=1e-5
+    )
     out, w = pc.attention(q, k, v, bias=bias, return_weights=True)
     assert out.shape == (B, H, SQ, DH) and w.shape == (B, H, SQ, SK)
     torch.testing.assert_close(out.double(), ref_out, atol=1e-5, rtol=1e-5)
@@ -190,7 +247,10 @@ def test_keys_and_values_shared_across_heads_broadcast():
     """k and v of shape (b, 1, s_k, d) serve every head of q (b, h, s_q, d), as documented."""
     g = torch.Generator().manual_seed(1)
     q = torch.randn(B, H, SQ, DH, generator=g, dtype=torch.float64)
-    k, v = torch.randn(B, 1, SK, DH, generator=g, dtype=torch.float64), torch.randn(B, 1, SK, DH, generator=g, dtype=torch.float64)
+    k, v = (
+        torch.randn(B, 1, SK, DH, generator=g, dtype=torch.float64),
+        torch.randn(B, 1, SK, DH, generator=g, dtype=torch.float64),
+    )
     bias = torch.randn(H, 1, SK, generator=g, dtype=torch.float64)
     expected = pc.attention(q, k.expand(B, H, SK, DH), v.expand(B, H, SK, DH), bias=bias)
     torch.testing.assert_close(pc.attention(q, k, v, bias=bias), expected)
@@ -205,7 +265,9 @@ def test_module_bias_broadcasts_to_batch_and_heads():
         plain, w_plain = mha(x, return_weights=True)
         for shape in ((5, 5), (4, 1, 5), (2, 1, 1, 5)):
             torch.testing.assert_close(mha(x, bias=torch.zeros(shape, dtype=torch.float64)), plain)
-        hide_last = torch.tensor([0.0, 0, 0, 0, float("-inf")], dtype=torch.float64)  # (s,): a key mask
+        hide_last = torch.tensor(
+            [0.0, 0, 0, 0, float("-inf")], dtype=torch.float64
+        )  # (s,): a key mask
         _, w = mha(x, bias=hide_last, return_weights=True)
     assert w.shape == w_plain.shape == (2, 4, 5, 5)
     assert torch.all(w[..., -1] == 0)
@@ -234,83 +296,227 @@ W = z(4, 2)
     "call, exc, match",
     [
         # 1. shapes of q, k, v that do not fit together
-        pytest.param(lambda: pc.attention(z(2, 3, 4), z(5, 3, 4), z(5, 3, 4)), ValueError,
-                     r"leading.*q, k and v.*q \(2, 3, 4\), k \(5, 3, 4\), v \(5, 3, 4\)", id="batch-q-vs-k"),
-        pytest.param(lambda: pc.attention(z(2, 3, 4), z(2, 3, 4), z(3, 3, 4)), ValueError,
-                     r"leading.*v \(3, 3, 4\)", id="batch-k-vs-v"),
-        pytest.param(lambda: pc.attention(z(3, 4), z(3, 5), z(3, 5)), ValueError,
-                     r"q and k.*last dimension.*q \(3, 4\), k \(3, 5\)", id="d_h-mismatch"),
-        pytest.param(lambda: pc.attention(z(3, 4), z(3, 4), z(2, 4)), ValueError,
-                     r"k and v.*number of keys.*k \(3, 4\), v \(2, 4\)", id="keys-mismatch"),
-        pytest.param(lambda: pc.attention(z(3, 0), z(3, 0), z(3, 4)), ValueError,
-                     r"d_h >= 1.*q \(3, 0\), k \(3, 0\)", id="zero-width"),
-        pytest.param(lambda: pc.attention(z(3, 4), z(0, 4), z(0, 4)), ValueError,
-                     r"k and v.*at least one key.*k \(0, 4\), v \(0, 4\)", id="no-keys"),
-        pytest.param(lambda: pc.attention(z(4), z(3, 4), z(3, 4)), ValueError,
-                     r"q must have at least 2 dimensions, got shape \(4,\)", id="q-1d"),
-        pytest.param(lambda: pc.attention(z(3, 4), z(3, 4), z(4)), ValueError,
-                     r"v must have at least 2 dimensions, got shape \(4,\)", id="v-1d"),
-        pytest.param(lambda: pc.attention([[0.0] * 4] * 3, z(3, 4), z(3, 4)), TypeError,
-                     r"q must be a torch.Tensor, got list", id="q-not-tensor"),
-        pytest.param(lambda: pc.attention(z(3, 4), None, z(3, 4)), TypeError,
-                     r"k must be a torch.Tensor, got NoneType", id="k-not-tensor"),
-        pytest.param(lambda: pc.attention(z(3, 4), z(3, 4, device="meta"), z(3, 4)), ValueError,
-                     r"same device.*q cpu, k meta, v cpu", id="k-device"),
+        pytest.param(
+            lambda: pc.attention(z(2, 3, 4), z(5, 3, 4), z(5, 3, 4)),
+            ValueError,
+            r"leading.*q, k and v.*q \(2, 3, 4\), k \(5, 3, 4\), v \(5, 3, 4\)",
+            id="batch-q-vs-k",
+        ),
+        pytest.param(
+            lambda: pc.attention(z(2, 3, 4), z(2, 3, 4), z(3, 3, 4)),
+            ValueError,
+            r"leading.*v \(3, 3, 4\)",
+            id="batch-k-vs-v",
+        ),
+        pytest.param(
+            lambda: pc.attention(z(3, 4), z(3, 5), z(3, 5)),
+            ValueError,
+            r"q and k.*last dimension.*q \(3, 4\), k \(3, 5\)",
+            id="d_h-mismatch",
+        ),
+        pytest.param(
+            lambda: pc.attention(z(3, 4), z(3, 4), z(2, 4)),
+            ValueError,
+            r"k and v.*number of keys.*k \(3, 4\), v \(2, 4\)",
+            id="keys-mismatch",
+        ),
+        pytest.param(
+            lambda: pc.attention(z(3, 0), z(3, 0), z(3, 4)),
+            ValueError,
+            r"d_h >= 1.*q \(3, 0\), k \(3, 0\)",
+            id="zero-width",
+        ),
+        pytest.param(
+            lambda: pc.attention(z(3, 4), z(0, 4), z(0, 4)),
+            ValueError,
+            r"k and v.*at least one key.*k \(0, 4\), v \(0, 4\)",
+            id="no-keys",
+        ),
+        pytest.param(
+            lambda: pc.attention(z(4), z(3, 4), z(3, 4)),
+            ValueError,
+            r"q must have at least 2 dimensions, got shape \(4,\)",
+            id="q-1d",
+        ),
+        pytest.param(
+            lambda: pc.attention(z(3, 4), z(3, 4), z(4)),
+            ValueError,
+            r"v must have at least 2 dimensions, got shape \(4,\)",
+            id="v-1d",
+        ),
+        pytest.param(
+            lambda: pc.attention([[0.0] * 4] * 3, z(3, 4), z(3, 4)),
+            TypeError,
+            r"q must be a torch.Tensor, got list",
+            id="q-not-tensor",
+        ),
+        pytest.param(
+            lambda: pc.attention(z(3, 4), None, z(3, 4)),
+            TypeError,
+            r"k must be a torch.Tensor, got NoneType",
+            id="k-not-tensor",
+        ),
+        pytest.param(
+            lambda: pc.attention(z(3, 4), z(3, 4, device="meta"), z(3, 4)),
+            ValueError,
+            r"same device.*q cpu, k meta, v cpu",
+            id="k-device",
+        ),
         # 2. dtypes of q, k, v
-        pytest.param(lambda: pc.attention(z(3, 4), z(3, 4, dtype=torch.float64), z(3, 4)), TypeError,
-                     r"same dtype.*q torch.float32, k torch.float64, v torch.float32", id="dtype-mismatch"),
-        pytest.param(lambda: pc.attention(z(3, 4), z(3, 4), z(3, 4, dtype=torch.int32)), TypeError,
-                     r"v must be a real floating-point.*int32", id="v-int"),
+        pytest.param(
+            lambda: pc.attention(z(3, 4), z(3, 4, dtype=torch.float64), z(3, 4)),
+            TypeError,
+            r"same dtype.*q torch.float32, k torch.float64, v torch.float32",
+            id="dtype-mismatch",
+        ),
+        pytest.param(
+            lambda: pc.attention(z(3, 4), z(3, 4), z(3, 4, dtype=torch.int32)),
+            TypeError,
+            r"v must be a real floating-point.*int32",
+            id="v-int",
+        ),
         # 3. a bias that would enlarge the scores, or does not broadcast to them
-        pytest.param(lambda: pc.attention(z(3, 4), z(3, 4), z(3, 4), bias=z(2, 3, 3)), ValueError,
-                     r"bias of shape \(2, 3, 3\).*scores.*\(3, 3\)", id="bias-enlarges"),
-        pytest.param(lambda: pc.attention(z(3, 4), z(3, 4), z(3, 4), bias=z(2, 3, 3), return_weights=True), ValueError,
-                     r"bias of shape \(2, 3, 3\).*\(3, 3\)", id="bias-enlarges-weights"),
-        pytest.param(lambda: pc.attention(z(2, 3, 4), z(2, 5, 4), z(2, 5, 4), bias=z(5, 3)), ValueError,
-                     r"bias of shape \(5, 3\).*\(2, 3, 5\)", id="bias-no-broadcast"),
-        pytest.param(lambda: pc.attention(z(2, 3, 4), z(2, 5, 4), z(2, 5, 4), bias=z(3, 1)[None, None]), ValueError,
-                     r"bias of shape \(1, 1, 3, 1\).*\(2, 3, 5\)", id="bias-extra-dims"),
-        pytest.param(lambda: pc.self_attention(z(3, 4), W, W, W, bias=z(2, 3, 3)), ValueError,
-                     r"bias of shape \(2, 3, 3\).*\(3, 3\)", id="self-attention-bias"),
+        pytest.param(
+            lambda: pc.attention(z(3, 4), z(3, 4), z(3, 4), bias=z(2, 3, 3)),
+            ValueError,
+            r"bias of shape \(2, 3, 3\).*scores.*\(3, 3\)",
+            id="bias-enlarges",
+        ),
+        pytest.param(
+            lambda: pc.attention(z(3, 4), z(3, 4), z(3, 4), bias=z(2, 3, 3), return_weights=True),
+            ValueError,
+            r"bias of shape \(2, 3, 3\).*\(3, 3\)",
+            id="bias-enlarges-weights",
+        ),
+        pytest.param(
+            lambda: pc.attention(z(2, 3, 4), z(2, 5, 4), z(2, 5, 4), bias=z(5, 3)),
+            ValueError,
+            r"bias of shape \(5, 3\).*\(2, 3, 5\)",
+            id="bias-no-broadcast",
+        ),
+        pytest.param(
+            lambda: pc.attention(z(2, 3, 4), z(2, 5, 4), z(2, 5, 4), bias=z(3, 1)[None, None]),
+            ValueError,
+            r"bias of shape \(1, 1, 3, 1\).*\(2, 3, 5\)",
+            id="bias-extra-dims",
+        ),
+        pytest.param(
+            lambda: pc.self_attention(z(3, 4), W, W, W, bias=z(2, 3, 3)),
+            ValueError,
+            r"bias of shape \(2, 3, 3\).*\(3, 3\)",
+            id="self-attention-bias",
+        ),
         # 4. a user bias given to the module
-        pytest.param(lambda: MHA_ALIBI(z(1, 3, 32), bias=z(5, 5)), ValueError,
-                     r"bias of shape \(5, 5\).*\(1, 4, 3, 3\)", id="module-alibi-bias"),
-        pytest.param(lambda: MHA(z(1, 3, 32), bias=z(2, 1, 3, 3)), ValueError,
-                     r"bias of shape \(2, 1, 3, 3\).*\(1, 4, 3, 3\)", id="module-bias-enlarges"),
-        pytest.param(lambda: MHA(z(1, 3, 32), bias=z(3, 3, dtype=torch.bool)), TypeError,
-                     r"bias.*floating-point.*torch.bool.*-inf", id="module-bias-bool"),
-        pytest.param(lambda: MHA(z(1, 3, 32), bias=z(3, 3, device="meta")), ValueError,
-                     r"bias.*device.*cpu.*got meta", id="module-bias-device"),
+        pytest.param(
+            lambda: MHA_ALIBI(z(1, 3, 32), bias=z(5, 5)),
+            ValueError,
+            r"bias of shape \(5, 5\).*\(1, 4, 3, 3\)",
+            id="module-alibi-bias",
+        ),
+        pytest.param(
+            lambda: MHA(z(1, 3, 32), bias=z(2, 1, 3, 3)),
+            ValueError,
+            r"bias of shape \(2, 1, 3, 3\).*\(1, 4, 3, 3\)",
+            id="module-bias-enlarges",
+        ),
+        pytest.param(
+            lambda: MHA(z(1, 3, 32), bias=z(3, 3, dtype=torch.bool)),
+            TypeError,
+            r"bias.*floating-point.*torch.bool.*-inf",
+            id="module-bias-bool",
+        ),
+        pytest.param(
+            lambda: MHA(z(1, 3, 32), bias=z(3, 3, device="meta")),
+            ValueError,
+            r"bias.*device.*cpu.*got meta",
+            id="module-bias-device",
+        ),
         # 5. flags
-        pytest.param(lambda: pc.attention(z(3, 4), z(3, 4), z(3, 4), causal=1), TypeError,
-                     r"causal must be True or False, got int 1", id="causal-int"),
-        pytest.param(lambda: pc.attention(z(3, 4), z(3, 4), z(3, 4), return_weights="yes"), TypeError,
-                     r"return_weights must be True or False, got str 'yes'", id="return_weights-str"),
-        pytest.param(lambda: pc.self_attention(z(3, 4), W, W, W, causal=0), TypeError,
-                     r"causal must be True or False, got int 0", id="self-attention-causal"),
-        pytest.param(lambda: MHA(z(1, 3, 32), causal="no"), TypeError,
-                     r"causal must be True or False, got str 'no'", id="module-causal"),
-        pytest.param(lambda: MHA(z(1, 3, 32), return_weights=1), TypeError,
-                     r"return_weights must be True or False, got int 1", id="module-return_weights"),
-        pytest.param(lambda: pc.MultiHeadSelfAttention(32, 4, alibi=1), TypeError,
-                     r"alibi must be True or False, got int 1", id="module-alibi-flag"),
-        pytest.param(lambda: pc.MultiHeadSelfAttention(32, 4, bias="no"), TypeError,
-                     r"bias must be True or False, got str 'no'", id="module-bias-flag"),
+        pytest.param(
+            lambda: pc.attention(z(3, 4), z(3, 4), z(3, 4), causal=1),
+            TypeError,
+            r"causal must be True or False, got int 1",
+            id="causal-int",
+        ),
+        pytest.param(
+            lambda: pc.attention(z(3, 4), z(3, 4), z(3, 4), return_weights="yes"),
+            TypeError,
+            r"return_weights must be True or False, got str 'yes'",
+            id="return_weights-str",
+        ),
+        pytest.param(
+            lambda: pc.self_attention(z(3, 4), W, W, W, causal=0),
+            TypeError,
+            r"causal must be True or False, got int 0",
+            id="self-attention-causal",
+        ),
+        pytest.param(
+            lambda: MHA(z(1, 3, 32), causal="no"),
+            TypeError,
+            r"causal must be True or False, got str 'no'",
+            id="module-causal",
+        ),
+        pytest.param(
+            lambda: MHA(z(1, 3, 32), return_weights=1),
+            TypeError,
+            r"return_weights must be True or False, got int 1",
+            id="module-return_weights",
+        ),
+        pytest.param(
+            lambda: pc.MultiHeadSelfAttention(32, 4, alibi=1),
+            TypeError,
+            r"alibi must be True or False, got int 1",
+            id="module-alibi-flag",
+        ),
+        pytest.param(
+            lambda: pc.MultiHeadSelfAttention(32, 4, bias="no"),
+            TypeError,
+            r"bias must be True or False, got str 'no'",
+            id="module-bias-flag",
+        ),
         # 6. bias kind and device; mismatched projections or module dtype
-        pytest.param(lambda: pc.attention(z(3, 4), z(3, 4), z(3, 4), bias=z(3, 3, dtype=torch.bool)), TypeError,
-                     r"bias is added.*floating-point.*got dtype torch.bool.*-inf", id="bias-bool"),
-        pytest.param(lambda: pc.attention(z(3, 4), z(3, 4), z(3, 4), bias=z(3, 3, dtype=torch.int64)), TypeError,
-                     r"bias must be a real floating-point.*int64", id="bias-int"),
-        pytest.param(lambda: pc.attention(z(3, 4), z(3, 4), z(3, 4), bias=[[0.0] * 3] * 3), TypeError,
-                     r"bias must be a torch.Tensor, got list", id="bias-not-tensor"),
-        pytest.param(lambda: pc.attention(z(3, 4), z(3, 4), z(3, 4), bias=z(3, 3, device="meta")), ValueError,
-                     r"bias must be on the same device.*\(cpu\), got meta", id="bias-device"),
-        pytest.param(lambda: pc.self_attention(z(3, 4), z(4, 2, dtype=torch.float64), W, W), TypeError,
-                     r"w_q must have the dtype of x \(torch.float32\), got torch.float64", id="w_q-dtype"),
-        pytest.param(lambda: pc.self_attention(z(3, 4), W, z(4, 3), W), ValueError,
-                     r"w_q and w_k.*w_q \(4, 2\), w_k \(4, 3\)", id="w_q-w_k-width"),
-        pytest.param(lambda: MHA(z(1, 3, 32, dtype=torch.float64)), TypeError,
-                     r"x must have the dtype of the module's parameters \(torch.float32\), got torch.float64", id="module-x-dtype"),
+        pytest.param(
+            lambda: pc.attention(z(3, 4), z(3, 4), z(3, 4), bias=z(3, 3, dtype=torch.bool)),
+            TypeError,
+            r"bias is added.*floating-point.*got dtype torch.bool.*-inf",
+            id="bias-bool",
+        ),
+        pytest.param(
+            lambda: pc.attention(z(3, 4), z(3, 4), z(3, 4), bias=z(3, 3, dtype=torch.int64)),
+            TypeError,
+            r"bias must be a real floating-point.*int64",
+            id="bias-int",
+        ),
+        pytest.param(
+            lambda: pc.attention(z(3, 4), z(3, 4), z(3, 4), bias=[[0.0] * 3] * 3),
+            TypeError,
+            r"bias must be a torch.Tensor, got list",
+            id="bias-not-tensor",
+        ),
+        pytest.param(
+            lambda: pc.attention(z(3, 4), z(3, 4), z(3, 4), bias=z(3, 3, device="meta")),
+            ValueError,
+            r"bias must be on the same device.*\(cpu\), got meta",
+            id="bias-device",
+        ),
+        pytest.param(
+            lambda: pc.self_attention(z(3, 4), z(4, 2, dtype=torch.float64), W, W),
+            TypeError,
+            r"w_q must have the dtype of x \(torch.float32\), got torch.float64",
+            id="w_q-dtype",
+        ),
+        pytest.param(
+            lambda: pc.self_attention(z(3, 4), W, z(4, 3), W),
+            ValueError,
+            r"w_q and w_k.*w_q \(4, 2\), w_k \(4, 3\)",
+            id="w_q-w_k-width",
+        ),
+        pytest.param(
+            lambda: MHA(z(1, 3, 32, dtype=torch.float64)),
+            TypeError,
+            r"x must have the dtype of the module's parameters \(torch.float32\), got torch.float64",
+            id="module-x-dtype",
+        ),
     ],
 )
 def test_bad_input_is_refused_with_a_clear_error(call, exc, match):

@@ -3,9 +3,9 @@ per position and none past its end."""
 
 import pytest
 import torch
+from rounding import is_nearest
 
 import posenc_core as pc
-from rounding import is_nearest
 
 
 def test_adds_the_row_of_each_position():
@@ -33,13 +33,20 @@ def test_positions_shapes_that_keep_the_shape_of_x():
     """positions (s,) for any x; (b, s) with x's batch size, or 1, for x of shape (b, s, d)."""
     emb = pc.LearnedPositionalEmbedding(10, 4)
     x = torch.randn(2, 3, 4)
-    for pos in (torch.tensor([1, 2, 3]), torch.tensor([[1, 2, 3]]), torch.tensor([[1, 2, 3], [7, 8, 9]])):
+    for pos in (
+        torch.tensor([1, 2, 3]),
+        torch.tensor([[1, 2, 3]]),
+        torch.tensor([[1, 2, 3], [7, 8, 9]]),
+    ):
         out = emb(x, positions=pos)
         assert out.shape == x.shape
         torch.testing.assert_close(out, x + emb.weight[pos], rtol=0, atol=0)
     x2 = torch.randn(3, 4)
     assert emb(x2, positions=torch.tensor([5, 5, 5], dtype=torch.int32)).shape == (3, 4)
-    assert emb(x2, offset=0, positions=torch.tensor([5, 5, 5])).shape == (3, 4)  # offset 0 is no clash
+    assert emb(x2, offset=0, positions=torch.tensor([5, 5, 5])).shape == (
+        3,
+        4,
+    )  # offset 0 is no clash
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
@@ -57,12 +64,16 @@ def test_low_precision_sum_is_rounded_once(dtype):
     assert not bool(is_nearest(naive, exact, 0).all())  # so this data does exercise the difference
     pos = torch.randint(0, 512, (2, 512))
     out_pos = emb(x.detach(), positions=pos)
-    assert bool(is_nearest(out_pos, x.detach().double() + emb.weight.detach().double()[pos], 0).all())
+    assert bool(
+        is_nearest(out_pos, x.detach().double() + emb.weight.detach().double()[pos], 0).all()
+    )
 
     (out.float() * 2).sum().backward()
     assert x.grad.dtype == dtype and torch.equal(x.grad, torch.full_like(x, 2))
     assert emb.weight.grad.dtype == torch.float32
-    torch.testing.assert_close(emb.weight.grad, torch.full_like(emb.weight, 4), rtol=0, atol=0)  # 2 x batch of 2
+    torch.testing.assert_close(
+        emb.weight.grad, torch.full_like(emb.weight, 4), rtol=0, atol=0
+    )  # 2 x batch of 2
 
 
 def test_parameter_count_is_rows_times_width():
@@ -97,32 +108,90 @@ def test_position_past_the_table_is_a_clear_value_error():
         (lambda e: e(torch.zeros(1, 2, 5)), ValueError, r"d_model=4.*\(1, 2, 5\)"),
         (lambda e: e(torch.zeros(1, 2, 4, dtype=torch.long)), TypeError, "x.*floating.*int64"),
         (lambda e: e(torch.zeros(1, 2, 4), offset=-1), ValueError, "offset.*-1"),
-        (lambda e: e(torch.zeros(1, 2, 4), positions=torch.tensor([0.0, 1.0])), TypeError, "positions.*integer.*float32"),
-        (lambda e: e(torch.zeros(1, 2, 4), positions=torch.tensor([0, -1])), ValueError, "positions.*>= 0.*-1"),
-        (lambda e: e(torch.zeros(1, 2, 4), positions=torch.tensor([0, 1, 2])), ValueError, r"positions.*s=2.*\(3,\)"),
+        (
+            lambda e: e(torch.zeros(1, 2, 4), positions=torch.tensor([0.0, 1.0])),
+            TypeError,
+            "positions.*integer.*float32",
+        ),
+        (
+            lambda e: e(torch.zeros(1, 2, 4), positions=torch.tensor([0, -1])),
+            ValueError,
+            "positions.*>= 0.*-1",
+        ),
+        (
+            lambda e: e(torch.zeros(1, 2, 4), positions=torch.tensor([0, 1, 2])),
+            ValueError,
+            r"positions.*s=2.*\(3,\)",
+        ),
         (lambda e: e(torch.zeros(4)), ValueError, r"x.*2 dimensions.*\(4,\)"),
         # positions: a 0-d tensor, or a shape that would not give x's shape
-        (lambda e: e(torch.zeros(1, 2, 4), positions=torch.tensor(1)), ValueError, r"positions.*s=2.*got positions of shape \(\)"),
-        (lambda e: e(torch.zeros(2, 2, 4), positions=torch.zeros(3, 2, dtype=torch.long)), ValueError,
-         r"positions.*\(b, s\) = \(2, 2\).*shape \(3, 2\) for x of shape \(2, 2, 4\)"),
-        (lambda e: e(torch.zeros(2, 4), positions=torch.zeros(3, 2, dtype=torch.long)), ValueError,
-         r"positions.*\(s,\) with s=2, .*shape \(3, 2\) for x of shape \(2, 4\)"),
-        (lambda e: e(torch.zeros(1, 2, 4), positions=torch.zeros(2, 2, dtype=torch.long)), ValueError,
-         r"positions.*\(1, 2\).*shape \(2, 2\) for x of shape \(1, 2, 4\)"),
-        (lambda e: e(torch.zeros(1, 2, 4), positions=torch.zeros(1, 1, 2, dtype=torch.long)), ValueError,
-         r"positions.*shape \(1, 1, 2\) for x of shape \(1, 2, 4\)"),
+        (
+            lambda e: e(torch.zeros(1, 2, 4), positions=torch.tensor(1)),
+            ValueError,
+            r"positions.*s=2.*got positions of shape \(\)",
+        ),
+        (
+            lambda e: e(torch.zeros(2, 2, 4), positions=torch.zeros(3, 2, dtype=torch.long)),
+            ValueError,
+            r"positions.*\(b, s\) = \(2, 2\).*shape \(3, 2\) for x of shape \(2, 2, 4\)",
+        ),
+        (
+            lambda e: e(torch.zeros(2, 4), positions=torch.zeros(3, 2, dtype=torch.long)),
+            ValueError,
+            r"positions.*\(s,\) with s=2, .*shape \(3, 2\) for x of shape \(2, 4\)",
+        ),
+        (
+            lambda e: e(torch.zeros(1, 2, 4), positions=torch.zeros(2, 2, dtype=torch.long)),
+            ValueError,
+            r"positions.*\(1, 2\).*shape \(2, 2\) for x of shape \(1, 2, 4\)",
+        ),
+        (
+            lambda e: e(torch.zeros(1, 2, 4), positions=torch.zeros(1, 1, 2, dtype=torch.long)),
+            ValueError,
+            r"positions.*shape \(1, 1, 2\) for x of shape \(1, 2, 4\)",
+        ),
         # positions: integers only
-        (lambda e: e(torch.zeros(1, 2, 4), positions=torch.tensor([True, False])), TypeError, "positions.*integer.*torch.bool"),
-        (lambda e: e(torch.zeros(1, 2, 4), positions=torch.tensor([0j, 1j])), TypeError, "positions.*integer.*complex64"),
-        (lambda e: e(torch.zeros(1, 2, 4), positions=torch.tensor([0.0, 1.0], dtype=torch.float64)), TypeError, "positions.*integer.*float64"),
-        (lambda e: e(torch.zeros(1, 2, 4), positions=[0, 1]), TypeError, "positions.*torch.Tensor.*list"),
-        (lambda e: e(torch.zeros(1, 2, 4), positions=torch.tensor([[0, 9]])), ValueError, r"needs position 9.*max_len=8"),
+        (
+            lambda e: e(torch.zeros(1, 2, 4), positions=torch.tensor([True, False])),
+            TypeError,
+            "positions.*integer.*torch.bool",
+        ),
+        (
+            lambda e: e(torch.zeros(1, 2, 4), positions=torch.tensor([0j, 1j])),
+            TypeError,
+            "positions.*integer.*complex64",
+        ),
+        (
+            lambda e: e(
+                torch.zeros(1, 2, 4), positions=torch.tensor([0.0, 1.0], dtype=torch.float64)
+            ),
+            TypeError,
+            "positions.*integer.*float64",
+        ),
+        (
+            lambda e: e(torch.zeros(1, 2, 4), positions=[0, 1]),
+            TypeError,
+            "positions.*torch.Tensor.*list",
+        ),
+        (
+            lambda e: e(torch.zeros(1, 2, 4), positions=torch.tensor([[0, 9]])),
+            ValueError,
+            r"needs position 9.*max_len=8",
+        ),
         # offset and positions together; offsets that are not integers
-        (lambda e: e(torch.zeros(1, 2, 4), offset=7, positions=torch.tensor([0, 1])), ValueError, "either offset or positions.*offset=7"),
+        (
+            lambda e: e(torch.zeros(1, 2, 4), offset=7, positions=torch.tensor([0, 1])),
+            ValueError,
+            "either offset or positions.*offset=7",
+        ),
         (lambda e: e(torch.zeros(1, 2, 4), offset=True), TypeError, "offset.*bool True"),
         (lambda e: e(torch.zeros(1, 2, 4), offset=1.5), TypeError, "offset.*float 1.5"),
         (lambda e: e(torch.zeros(1, 2, 4), True), TypeError, "offset.*bool True"),
-        (lambda e: e(torch.zeros(1, 2, 4), offset=1.0, positions=torch.tensor([0, 1])), TypeError, "offset.*float 1.0"),
+        (
+            lambda e: e(torch.zeros(1, 2, 4), offset=1.0, positions=torch.tensor([0, 1])),
+            TypeError,
+            "offset.*float 1.0",
+        ),
     ],
 )
 def test_bad_inputs(call, exc, match):

@@ -15,10 +15,10 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from rounding import is_nearest
 
 import posenc_core as pc
 import posenc_core.rope as rope_mod
-from rounding import is_nearest
 
 LAYOUTS = ("half", "interleaved")
 F64 = torch.float64
@@ -29,8 +29,13 @@ STATIC_SCALINGS = [
     {"rope_type": "linear", "factor": 4.0},
     {"rope_type": "ntk", "factor": 8.0},
     {"rope_type": "yarn", "factor": 16.0, "original_max_position_embeddings": 64},
-    {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
-     "original_max_position_embeddings": 64},
+    {
+        "rope_type": "llama3",
+        "factor": 8.0,
+        "low_freq_factor": 1.0,
+        "high_freq_factor": 4.0,
+        "original_max_position_embeddings": 64,
+    },
 ]
 SCALING_IDS = ["default", "linear", "ntk", "yarn", "llama3"]
 
@@ -61,7 +66,9 @@ def turn90(x, layout):
 def rope_at(x, positions, layout="half", base=10000.0, scaling=None):
     """apply_rope with tables for ``positions`` (shape (s,)) in the dtype of x (float tables for low precision)."""
     dtype = x.dtype if x.dtype in (torch.float32, F64) else torch.float32
-    cos, sin = pc.rope_cos_sin(positions, x.shape[-1], base=base, scaling=scaling, layout=layout, dtype=dtype)
+    cos, sin = pc.rope_cos_sin(
+        positions, x.shape[-1], base=base, scaling=scaling, layout=layout, dtype=dtype
+    )
     return pc.apply_rope(x, cos, sin, layout=layout)
 
 
@@ -88,7 +95,9 @@ def test_score_depends_only_on_offset(seed, head_dim, base, layout, m, n, t):
     reference = score(m, n)
     # float64 angles up to 15000 rad carry ~1e-12 rad of error; scores are O(sqrt(head_dim))
     assert score(m + t, n + t) == pytest.approx(reference, abs=1e-9)
-    assert float((q * rope_at(k, [n - m], layout, base)).sum()) == pytest.approx(reference, abs=1e-9)
+    assert float((q * rope_at(k, [n - m], layout, base)).sum()) == pytest.approx(
+        reference, abs=1e-9
+    )
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
@@ -103,7 +112,9 @@ def test_score_does_change_with_offset(layout):
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
-@pytest.mark.parametrize("scaling", STATIC_SCALINGS[:3] + STATIC_SCALINGS[4:], ids=["default", "linear", "ntk", "llama3"])
+@pytest.mark.parametrize(
+    "scaling", STATIC_SCALINGS[:3] + STATIC_SCALINGS[4:], ids=["default", "linear", "ntk", "llama3"]
+)
 def test_pair_norms_kept_and_position_zero_is_identity(layout, scaling):
     """Every (x_a, x_b) pair keeps its length; position 0 leaves x exactly as it was."""
     x = randn(3, 7, 32, seed=3)
@@ -135,7 +146,9 @@ def test_rotate_pairs_is_a_quarter_turn(layout):
     # head_dim 2 has the single frequency theta_0 = 1, so position pi/2 is a quarter turn
     x2 = randn(6, 2, seed=6)
     quarter = torch.full((6,), math.pi / 2, dtype=F64)
-    torch.testing.assert_close(rope_at(x2, quarter, layout), pc.rotate_pairs(x2, layout=layout), rtol=0, atol=1e-15)
+    torch.testing.assert_close(
+        rope_at(x2, quarter, layout), pc.rotate_pairs(x2, layout=layout), rtol=0, atol=1e-15
+    )
 
 
 def test_python_float_positions_are_not_rounded_to_float32():
@@ -147,8 +160,12 @@ def test_python_float_positions_are_not_rounded_to_float32():
 
 
 @settings(max_examples=30, deadline=None)
-@given(seed=st.integers(0, 2**31 - 1), layout=st.sampled_from(LAYOUTS),
-       m=st.floats(-1e5, 1e5, allow_nan=False), head_dim=st.sampled_from([2, 8, 64]))
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    layout=st.sampled_from(LAYOUTS),
+    m=st.floats(-1e5, 1e5, allow_nan=False),
+    head_dim=st.sampled_from([2, 8, 64]),
+)
 def test_rotating_by_m_then_minus_m_returns_input(seed, layout, m, head_dim):
     """R_{-m} R_m = I."""
     x = randn(3, head_dim, seed=seed)
@@ -161,8 +178,11 @@ def test_rotating_by_m_then_minus_m_returns_input(seed, layout, m, head_dim):
 
 
 @settings(max_examples=60, deadline=None)
-@given(half=st.integers(1, 128), seed=st.integers(0, 2**31 - 1),
-       positions=st.lists(st.integers(0, 2**20), min_size=1, max_size=12))
+@given(
+    half=st.integers(1, 128),
+    seed=st.integers(0, 2**31 - 1),
+    positions=st.lists(st.integers(0, 2**20), min_size=1, max_size=12),
+)
 def test_layout_permutations(half, seed, positions):
     """perm = [0, 2, ..., d-2, 1, 3, ..., d-1] and its inverse round-trip; RoPE commutes with it:
     rotating x[..., perm] in the half layout = (x rotated in the interleaved layout)[..., perm],
@@ -174,7 +194,9 @@ def test_layout_permutations(half, seed, positions):
     assert torch.equal(x[..., perm][..., inv], x)
     assert torch.equal(x[..., inv][..., perm], x)
     pos = torch.tensor(positions)
-    assert torch.equal(rope_at(x[..., perm], pos, "half"), rope_at(x, pos, "interleaved")[..., perm])
+    assert torch.equal(
+        rope_at(x[..., perm], pos, "half"), rope_at(x, pos, "interleaved")[..., perm]
+    )
 
 
 def _scores(wq, wk, x, n_heads, layout):
@@ -195,7 +217,9 @@ def test_permuted_weights_give_the_same_scores_in_the_other_layout():
     meta = _scores(wq, wk, x, n_heads, "interleaved")
     wq_h = pc.permute_qk_weight(wq, n_heads, to="half")
     wk_h = pc.permute_qk_weight(wk, n_heads, to="half")
-    torch.testing.assert_close(_scores(wq_h, wk_h, x, n_heads, "half"), meta, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(
+        _scores(wq_h, wk_h, x, n_heads, "half"), meta, rtol=1e-12, atol=1e-12
+    )
     assert torch.equal(pc.permute_qk_weight(wq_h, n_heads, to="interleaved"), wq)
     assert torch.equal(pc.permute_qk_weight(wk_h, n_heads, to="interleaved"), wk)
     # the bug: interleaved-trained weights with half RoPE
@@ -216,7 +240,10 @@ def test_kv_cache_decoding_matches_full_pass(layout, scaling):
     """Rotating a prefix, then the rest at offset len(prefix) (int or explicit positions), then
     one token at a time, gives the rotation of the full sequence."""
     b, h, s, d, p = 2, 3, 11, 16, 7
-    q, k = randn(b, h, s, d, seed=10, dtype=torch.float32), randn(b, h, s, d, seed=11, dtype=torch.float32)
+    q, k = (
+        randn(b, h, s, d, seed=10, dtype=torch.float32),
+        randn(b, h, s, d, seed=11, dtype=torch.float32),
+    )
     full_q, full_k = pc.RotaryEmbedding(d, scaling=scaling, layout=layout)(q, k)
     module = pc.RotaryEmbedding(d, scaling=scaling, layout=layout)
     pq, pk = module(q[..., :p, :], k[..., :p, :])
@@ -247,7 +274,9 @@ def test_per_batch_positions_equal_per_row(layout, fractional):
         rq, rk = module(q[i : i + 1], k[i : i + 1], positions=positions[i])
         torch.testing.assert_close(bq[i : i + 1], rq, rtol=1e-15, atol=1e-15)
         torch.testing.assert_close(bk[i : i + 1], rk, rtol=1e-15, atol=1e-15)
-        torch.testing.assert_close(bq[i], rope_at(q[i], positions[i], layout), rtol=1e-15, atol=1e-15)
+        torch.testing.assert_close(
+            bq[i], rope_at(q[i], positions[i], layout), rtol=1e-15, atol=1e-15
+        )
     assert not torch.allclose(bq[0], bq[1])
 
 
@@ -255,7 +284,9 @@ def numpy_rope(x, positions, layout, base=10000.0):
     """Independent float64 rotation with numpy: angle m * base**(-2i/d) on every pair."""
     x = np.asarray(x, dtype=np.float64)
     d = x.shape[-1]
-    angles = np.asarray(positions, dtype=np.float64)[:, None] * base ** (-np.arange(0, d, 2) / d)  # (s, d/2)
+    angles = np.asarray(positions, dtype=np.float64)[:, None] * base ** (
+        -np.arange(0, d, 2) / d
+    )  # (s, d/2)
     c, s = np.cos(angles), np.sin(angles)
     out = np.empty_like(x)
     if layout == "half":
@@ -278,7 +309,10 @@ def test_cache_never_goes_stale(layout):
     calls = [(8, None), (100, None), (3, 5000), (8, None)]
     results = []
     for s, offset in calls:
-        q, k = randn(2, 4, s, d, seed=s, dtype=torch.float32), randn(2, 4, s, d, seed=s + 1, dtype=torch.float32)
+        q, k = (
+            randn(2, 4, s, d, seed=s, dtype=torch.float32),
+            randn(2, 4, s, d, seed=s + 1, dtype=torch.float32),
+        )
         got_q, got_k = module(q, k, positions=offset)
         positions = torch.arange(s) + (offset or 0)
         torch.testing.assert_close(got_q, rope_at(q, positions, layout), rtol=2.4e-7, atol=2.4e-7)
@@ -335,7 +369,10 @@ def test_dtype_kept_and_input_untouched(dtype, layout):
     x0, k0 = x.clone(), k.clone()
     for table in (torch.float32, dtype):
         cos, sin = pc.rope_cos_sin(torch.arange(1, 6), 8, layout=layout, dtype=table)
-        for c, s in ((cos, sin), (cos.expand(2, 1, 5, 8), sin.expand(2, 1, 5, 8))):  # shared / per-batch
+        for c, s in (
+            (cos, sin),
+            (cos.expand(2, 1, 5, 8), sin.expand(2, 1, 5, 8)),
+        ):  # shared / per-batch
             y = pc.apply_rope(x, c, s, layout=layout)
             assert y.dtype == dtype and y.device == x.device and y.shape == x.shape
             assert not torch.equal(y, x)
@@ -351,7 +388,9 @@ def test_cuda_results_stay_on_device_and_match_cpu(layout):
     positions = torch.tensor([[0, 1, 2, 3], [9, 100, 4096, 70000]])
     q = randn(2, 3, 4, 16, seed=23, dtype=torch.float32)
     cpu_q, _ = pc.RotaryEmbedding(16, layout=layout)(q, q, positions=positions)
-    cuda_q, cuda_k = pc.RotaryEmbedding(16, layout=layout)(q.cuda(), q.cuda(), positions=positions.cuda())
+    cuda_q, cuda_k = pc.RotaryEmbedding(16, layout=layout)(
+        q.cuda(), q.cuda(), positions=positions.cuda()
+    )
     cos, _ = pc.rope_cos_sin(positions.cuda(), 16, layout=layout)
     assert cuda_q.device.type == cuda_k.device.type == cos.device.type == "cuda"
     torch.testing.assert_close(cuda_q.cpu(), cpu_q, rtol=2.4e-7, atol=2.4e-7)
@@ -367,7 +406,9 @@ def test_gradients(layout):
     assert torch.autograd.gradcheck(lambda t: pc.apply_rope(t, cos, sin, layout=layout), (x,))
     c = cos.clone().requires_grad_()
     s = sin.clone().requires_grad_()
-    assert torch.autograd.gradcheck(lambda a, b: pc.apply_rope(x.detach(), a, b, layout=layout), (c, s))
+    assert torch.autograd.gradcheck(
+        lambda a, b: pc.apply_rope(x.detach(), a, b, layout=layout), (c, s)
+    )
     w = randn(2, 4, 6, seed=19)
     y = pc.apply_rope(x, cos, sin, layout=layout)
     (y * w).sum().backward()
@@ -385,8 +426,12 @@ def test_gradients(layout):
         assert torch.equal(with_grad, without)  # the same roundings with and without autograd
         # the gradient also passes the final rounding (a cast): R_m^T w, rounded to the dtype
         (with_grad.double() * w).sum().backward()
-        torch.testing.assert_close(xd.grad.double(), rope_at(w, -positions, layout), rtol=0,
-                                   atol=2 * torch.finfo(dtype).eps * 4)
+        torch.testing.assert_close(
+            xd.grad.double(),
+            rope_at(w, -positions, layout),
+            rtol=0,
+            atol=2 * torch.finfo(dtype).eps * 4,
+        )
 
 
 # --------------------------------------------------------------------------- 8. chunked fast path
@@ -396,13 +441,17 @@ def test_gradients(layout):
 @pytest.mark.parametrize("table_shape", ["s d", "1 1 s d", "b 1 s d", "1 d"])
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("contiguous", [True, False])
-def test_chunked_fast_path_equals_plain_formula(monkeypatch, chunk, table_shape, layout, contiguous):
+def test_chunked_fast_path_equals_plain_formula(
+    monkeypatch, chunk, table_shape, layout, contiguous
+):
     """x * cos + turn90(x) * sin (RoFormer Eq. 34), whatever the chunk size, table shape and strides."""
     monkeypatch.setattr(rope_mod, "_CHUNK_ELEMENTS", chunk)
     b, h, s, d = 3, 5, 7, 6  # odd sizes; s * d = 42 is above and below the chunk sizes
     x = randn(b, h, s, d, seed=21) if contiguous else randn(b, s, h, d, seed=21).transpose(1, 2)
     assert x.is_contiguous() == contiguous
-    positions = torch.arange(s) if table_shape != "b 1 s d" else torch.arange(b * s).reshape(b, s) * 3
+    positions = (
+        torch.arange(s) if table_shape != "b 1 s d" else torch.arange(b * s).reshape(b, s) * 3
+    )
     cos, sin = pc.rope_cos_sin(positions, d, layout=layout, dtype=F64)
     cos, sin = {
         "s d": (cos, sin),
@@ -437,12 +486,18 @@ def test_in_place_rounding_equals_round_once(dtype):
     from posenc_core._numerics import round_once, round_once_into
 
     g = torch.Generator().manual_seed(30)
-    spread = [torch.randn(20000, generator=g, dtype=F64) * 10.0**e for e in (-37, -20, -7, -5, 0, 4, 30, 38)]
+    spread = [
+        torch.randn(20000, generator=g, dtype=F64) * 10.0**e
+        for e in (-37, -20, -7, -5, 0, 4, 30, 38)
+    ]
     low = torch.randn(20000, generator=g).to(dtype)
     up = torch.nextafter(low, torch.full_like(low, math.inf))
     mid = (low.double() + up.double()) / 2  # exactly halfway: ties to even
     near = [mid, torch.nextafter(mid, mid + 1), torch.nextafter(mid, mid - 1)]
-    special = torch.tensor([0.0, -0.0, math.inf, -math.inf, math.nan, 3.4e38, -3.39e38, 65504.0, 65520.0, 2.0**-126], dtype=F64)
+    special = torch.tensor(
+        [0.0, -0.0, math.inf, -math.inf, math.nan, 3.4e38, -3.39e38, 65504.0, 65520.0, 2.0**-126],
+        dtype=F64,
+    )
     y = torch.cat(spread + near + [special])
     if dtype == torch.bfloat16:  # the caller sends bfloat16 results below 2**-126 to round_once
         y = y[(y.abs() >= 2.0**-126) | (y == 0) | y.isnan()]
@@ -487,7 +542,9 @@ def test_low_precision_tiny_values_are_rounded_once_too(where):
 
 
 def _tables(table_shape, b, s, d, layout, dtype):
-    positions = torch.arange(s) if table_shape != "b 1 s d" else torch.arange(b * s).reshape(b, s) * 3
+    positions = (
+        torch.arange(s) if table_shape != "b 1 s d" else torch.arange(b * s).reshape(b, s) * 3
+    )
     cos, sin = pc.rope_cos_sin(positions, d, layout=layout, dtype=dtype)
     return {
         "s d": (cos, sin),
@@ -506,12 +563,18 @@ def test_fused_kernel_equals_the_formula_bit_for_bit(dtype, table_shape, layout)
     shape."""
     b, h, s, d = 3, 5, 7, 6
     contiguous = table_shape != "1 1 s d"  # one case with strides from a (b, s, h, d) projection
-    x = randn(b, h, s, d, seed=23, dtype=dtype) if contiguous else randn(b, s, h, d, seed=23, dtype=dtype).transpose(1, 2)
+    x = (
+        randn(b, h, s, d, seed=23, dtype=dtype)
+        if contiguous
+        else randn(b, s, h, d, seed=23, dtype=dtype).transpose(1, 2)
+    )
     cos, sin = _tables(table_shape, b, s, d, layout, F64 if dtype == F64 else torch.float32)
     got = pc.apply_rope(x, cos, sin, layout=layout, fused=True)
     assert got.dtype == dtype and got.shape == x.shape and got.is_contiguous()
     assert torch.equal(got, x * cos + turn90(x, layout) * sin)
-    assert torch.equal(x, randn(b, h, s, d, seed=23, dtype=dtype) if contiguous else x)  # input untouched
+    assert torch.equal(
+        x, randn(b, h, s, d, seed=23, dtype=dtype) if contiguous else x
+    )  # input untouched
 
 
 class _Spy:
@@ -534,11 +597,16 @@ def test_auto_mode_fuses_large_float_cpu_inputs_only(monkeypatch):
     monkeypatch.setattr(rope_mod, "_fused_kernel", spy)
     monkeypatch.setattr(rope_mod, "_FUSED_MIN_ELEMENTS", 2 * 5 * 8)
     cos, sin = pc.rope_cos_sin(torch.arange(5), 8)
-    big, small = randn(2, 5, 8, seed=24, dtype=torch.float32), randn(1, 5, 8, seed=24, dtype=torch.float32)
+    big, small = (
+        randn(2, 5, 8, seed=24, dtype=torch.float32),
+        randn(1, 5, 8, seed=24, dtype=torch.float32),
+    )
     expected = big * cos + turn90(big, "half") * sin
     assert torch.equal(pc.apply_rope(big, cos, sin), expected) and spy.calls == 1
     pc.apply_rope(small, cos, sin)  # below the threshold
-    pc.apply_rope(big.to(torch.bfloat16), cos, sin)  # low precision: eager (compiled bf16 is slower)
+    pc.apply_rope(
+        big.to(torch.bfloat16), cos, sin
+    )  # low precision: eager (compiled bf16 is slower)
     pc.apply_rope(big, cos.expand(2, 5, 8), sin.expand(2, 5, 8))  # per-batch tables
     pc.apply_rope(big, cos, sin, fused=False)
     with_grad = pc.apply_rope(big.clone().requires_grad_(), cos, sin)  # autograd: the plain formula
@@ -555,14 +623,19 @@ def test_auto_mode_falls_back_once_when_compiling_fails(monkeypatch):
     x = randn(2, 5, 8, seed=25, dtype=torch.float32)
     cos, sin = pc.rope_cos_sin(torch.arange(5), 8)
     expected = x * cos + turn90(x, "half") * sin
-    with pytest.warns(RuntimeWarning, match=r"could not be compiled \(RuntimeError: no C\+\+ compiler here\); using the eager"):
+    with pytest.warns(
+        RuntimeWarning,
+        match=r"could not be compiled \(RuntimeError: no C\+\+ compiler here\); using the eager",
+    ):
         assert torch.equal(pc.apply_rope(x, cos, sin), expected)
     assert spy.error == "RuntimeError: no C++ compiler here" and spy.calls == 1
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert torch.equal(pc.apply_rope(x, cos, sin), expected)  # no second try, no second warning
     assert spy.calls == 1
-    with pytest.raises(RuntimeError, match=r"apply_rope\(fused=True\): torch.compile failed: no C\+\+ compiler"):
+    with pytest.raises(
+        RuntimeError, match=r"apply_rope\(fused=True\): torch.compile failed: no C\+\+ compiler"
+    ):
         pc.apply_rope(x, cos, sin, fused=True)
 
 
@@ -587,8 +660,14 @@ _Q = torch.zeros(1, 2, 3, 8)
 
 
 def _llama3(**kw):
-    return {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
-            "original_max_position_embeddings": 8192, **kw}
+    return {
+        "rope_type": "llama3",
+        "factor": 8.0,
+        "low_freq_factor": 1.0,
+        "high_freq_factor": 4.0,
+        "original_max_position_embeddings": 8192,
+        **kw,
+    }
 
 
 BAD = [
@@ -599,115 +678,390 @@ BAD = [
     ("negative head_dim", lambda: pc.rope_frequencies(-4), ValueError, r"head_dim.*-4"),
     ("float head_dim", lambda: pc.rope_frequencies(2.5), TypeError, r"head_dim.*2\.5"),
     ("bool head_dim", lambda: pc.rope_frequencies(True), TypeError, r"head_dim.*True"),
-    ("base one", lambda: pc.rope_frequencies(8, base=1.0), ValueError, r"base.*greater than 1.*1\.0"),
+    (
+        "base one",
+        lambda: pc.rope_frequencies(8, base=1.0),
+        ValueError,
+        r"base.*greater than 1.*1\.0",
+    ),
     ("base below one", lambda: pc.rope_cos_sin([0], 8, base=0.5), ValueError, r"base.*0\.5"),
     ("negative base", lambda: pc.RotaryEmbedding(8, base=-10000.0), ValueError, r"base.*-10000"),
     ("nan base", lambda: pc.rope_frequencies(8, base=float("nan")), ValueError, r"base.*nan"),
     ("inf base", lambda: pc.rope_frequencies(8, base=float("inf")), ValueError, r"base.*inf"),
     ("string base", lambda: pc.rope_frequencies(8, base="10000"), TypeError, r"base.*'10000'"),
-    ("layout cos_sin", lambda: pc.rope_cos_sin([0], 8, layout="neox"), ValueError,
-     r"layout.*'half'.*'interleaved'.*'neox'"),
-    ("layout apply", lambda: pc.apply_rope(_X, _COS, _COS, layout="gptj"), ValueError,
-     r"layout.*'half'.*'interleaved'.*'gptj'"),
-    ("layout rotate", lambda: pc.rotate_pairs(_X, layout="Half"), ValueError, r"layout.*'half'.*'interleaved'.*'Half'"),
-    ("layout module", lambda: pc.RotaryEmbedding(8, layout=None), ValueError, r"layout.*'half'.*'interleaved'.*None"),
-    ("permute to", lambda: pc.permute_qk_weight(torch.zeros(16, 4), 2, to="meta"), ValueError,
-     r"to.*'half'.*'interleaved'.*'meta'"),
-    ("rope_type", lambda: pc.rope_frequencies(8, scaling={"rope_type": "longrope", "factor": 2.0}), ValueError,
-     r"rope_type.*'linear'.*'ntk'.*'dynamic'.*'yarn'.*'llama3'.*'longrope'"),
-    ("legacy type", lambda: pc.parse_scaling({"type": "su", "factor": 2.0}), ValueError, r"rope_type.*'yarn'.*'su'"),
-    ("factor below one", lambda: pc.rope_frequencies(8, scaling={"rope_type": "linear", "factor": 0.5}), ValueError,
-     r"factor.*0\.5"),
-    ("factor missing", lambda: pc.rope_frequencies(8, scaling={"rope_type": "linear"}), ValueError, r"'factor'"),
-    ("yarn without L0", lambda: pc.rope_frequencies(8, scaling={"rope_type": "yarn", "factor": 4.0}), ValueError,
-     r"'yarn'.*original_max_position_embeddings"),
-    ("llama3 without L0",
-     lambda: pc.rope_frequencies(8, scaling={k: v for k, v in _llama3().items() if k != "original_max_position_embeddings"}),
-     ValueError, r"'llama3'.*original_max_position_embeddings"),
-    ("dynamic without L0", lambda: pc.RotaryEmbedding(8, scaling={"rope_type": "dynamic", "factor": 2.0}), ValueError,
-     r"'dynamic'.*original_max_position_embeddings"),
-    ("llama3 high < low", lambda: pc.rope_frequencies(8, scaling=_llama3(low_freq_factor=4.0, high_freq_factor=1.0)),
-     ValueError, r"high_freq_factor.*low_freq_factor.*low=4\.0, high=1\.0"),
-    ("llama3 high == low", lambda: pc.rope_frequencies(8, scaling=_llama3(low_freq_factor=2.0, high_freq_factor=2.0)),
-     ValueError, r"high_freq_factor.*low=2\.0, high=2\.0"),
-    ("rope_theta", lambda: pc.rope_frequencies(8, base=10000.0, scaling={"rope_type": "default", "rope_theta": 500000.0}),
-     ValueError, r"rope_theta.*500000.*base=10000"),
-    ("rope_theta module", lambda: pc.RotaryEmbedding(8, scaling=_llama3(rope_theta=500000.0)), ValueError,
-     r"rope_theta.*500000.*base=10000"),
-    ("nan position", lambda: pc.rope_cos_sin(torch.tensor([0.0, float("nan")]), 8), ValueError, r"positions.*nan"),
-    ("inf position", lambda: pc.rope_cos_sin([0.0, float("inf")], 8), ValueError, r"positions.*inf"),
-    ("-inf angles", lambda: pc.rope_angles(torch.tensor([float("-inf")]), 8), ValueError, r"positions.*-inf"),
+    (
+        "layout cos_sin",
+        lambda: pc.rope_cos_sin([0], 8, layout="neox"),
+        ValueError,
+        r"layout.*'half'.*'interleaved'.*'neox'",
+    ),
+    (
+        "layout apply",
+        lambda: pc.apply_rope(_X, _COS, _COS, layout="gptj"),
+        ValueError,
+        r"layout.*'half'.*'interleaved'.*'gptj'",
+    ),
+    (
+        "layout rotate",
+        lambda: pc.rotate_pairs(_X, layout="Half"),
+        ValueError,
+        r"layout.*'half'.*'interleaved'.*'Half'",
+    ),
+    (
+        "layout module",
+        lambda: pc.RotaryEmbedding(8, layout=None),
+        ValueError,
+        r"layout.*'half'.*'interleaved'.*None",
+    ),
+    (
+        "permute to",
+        lambda: pc.permute_qk_weight(torch.zeros(16, 4), 2, to="meta"),
+        ValueError,
+        r"to.*'half'.*'interleaved'.*'meta'",
+    ),
+    (
+        "rope_type",
+        lambda: pc.rope_frequencies(8, scaling={"rope_type": "longrope", "factor": 2.0}),
+        ValueError,
+        r"rope_type.*'linear'.*'ntk'.*'dynamic'.*'yarn'.*'llama3'.*'longrope'",
+    ),
+    (
+        "legacy type",
+        lambda: pc.parse_scaling({"type": "su", "factor": 2.0}),
+        ValueError,
+        r"rope_type.*'yarn'.*'su'",
+    ),
+    (
+        "factor below one",
+        lambda: pc.rope_frequencies(8, scaling={"rope_type": "linear", "factor": 0.5}),
+        ValueError,
+        r"factor.*0\.5",
+    ),
+    (
+        "factor missing",
+        lambda: pc.rope_frequencies(8, scaling={"rope_type": "linear"}),
+        ValueError,
+        r"'factor'",
+    ),
+    (
+        "yarn without L0",
+        lambda: pc.rope_frequencies(8, scaling={"rope_type": "yarn", "factor": 4.0}),
+        ValueError,
+        r"'yarn'.*original_max_position_embeddings",
+    ),
+    (
+        "llama3 without L0",
+        lambda: pc.rope_frequencies(
+            8,
+            scaling={k: v for k, v in _llama3().items() if k != "original_max_position_embeddings"},
+        ),
+        ValueError,
+        r"'llama3'.*original_max_position_embeddings",
+    ),
+    (
+        "dynamic without L0",
+        lambda: pc.RotaryEmbedding(8, scaling={"rope_type": "dynamic", "factor": 2.0}),
+        ValueError,
+        r"'dynamic'.*original_max_position_embeddings",
+    ),
+    (
+        "llama3 high < low",
+        lambda: pc.rope_frequencies(8, scaling=_llama3(low_freq_factor=4.0, high_freq_factor=1.0)),
+        ValueError,
+        r"high_freq_factor.*low_freq_factor.*low=4\.0, high=1\.0",
+    ),
+    (
+        "llama3 high == low",
+        lambda: pc.rope_frequencies(8, scaling=_llama3(low_freq_factor=2.0, high_freq_factor=2.0)),
+        ValueError,
+        r"high_freq_factor.*low=2\.0, high=2\.0",
+    ),
+    (
+        "rope_theta",
+        lambda: pc.rope_frequencies(
+            8, base=10000.0, scaling={"rope_type": "default", "rope_theta": 500000.0}
+        ),
+        ValueError,
+        r"rope_theta.*500000.*base=10000",
+    ),
+    (
+        "rope_theta module",
+        lambda: pc.RotaryEmbedding(8, scaling=_llama3(rope_theta=500000.0)),
+        ValueError,
+        r"rope_theta.*500000.*base=10000",
+    ),
+    (
+        "nan position",
+        lambda: pc.rope_cos_sin(torch.tensor([0.0, float("nan")]), 8),
+        ValueError,
+        r"positions.*nan",
+    ),
+    (
+        "inf position",
+        lambda: pc.rope_cos_sin([0.0, float("inf")], 8),
+        ValueError,
+        r"positions.*inf",
+    ),
+    (
+        "-inf angles",
+        lambda: pc.rope_angles(torch.tensor([float("-inf")]), 8),
+        ValueError,
+        r"positions.*-inf",
+    ),
     ("bool position", lambda: pc.rope_cos_sin(True, 8), TypeError, r"positions.*bool"),
-    ("nan position module", lambda: pc.RotaryEmbedding(8)(_Q, _Q, positions=torch.tensor([0.0, 1.0, float("nan")])),
-     ValueError, r"positions.*nan"),
-    ("inf position module", lambda: pc.RotaryEmbedding(8)(_Q, _Q, positions=torch.tensor([[0.0, float("inf"), 1.0]])),
-     ValueError, r"positions.*inf"),
-    ("positions shape module", lambda: pc.RotaryEmbedding(8)(_Q, _Q, positions=torch.arange(4)), ValueError,
-     r"positions.*s=3.*\(4,\)"),
-    ("cos does not broadcast", lambda: pc.apply_rope(_X, torch.zeros(6, 8), torch.zeros(6, 8)), ValueError,
-     r"cos and sin.*\(6, 8\).*x.*\(2, 5, 8\)"),
-    ("cos wrong head_dim", lambda: pc.apply_rope(_X, torch.zeros(5, 4), torch.zeros(5, 4)), ValueError,
-     r"cos and sin.*head_dim=8.*\(5, 4\)"),
-    ("cos vs sin", lambda: pc.apply_rope(_X, _COS, torch.zeros(1, 8)), ValueError, r"cos and sin.*\(5, 8\).*\(1, 8\)"),
-    ("integer x", lambda: pc.apply_rope(torch.zeros(2, 5, 8, dtype=torch.int64), _COS, _COS), TypeError,
-     r"x must.*floating.*torch\.int64"),
-    ("integer cos", lambda: pc.apply_rope(_X, _COS.long(), _COS), TypeError, r"cos must.*torch\.int64"),
+    (
+        "nan position module",
+        lambda: pc.RotaryEmbedding(8)(_Q, _Q, positions=torch.tensor([0.0, 1.0, float("nan")])),
+        ValueError,
+        r"positions.*nan",
+    ),
+    (
+        "inf position module",
+        lambda: pc.RotaryEmbedding(8)(_Q, _Q, positions=torch.tensor([[0.0, float("inf"), 1.0]])),
+        ValueError,
+        r"positions.*inf",
+    ),
+    (
+        "positions shape module",
+        lambda: pc.RotaryEmbedding(8)(_Q, _Q, positions=torch.arange(4)),
+        ValueError,
+        r"positions.*s=3.*\(4,\)",
+    ),
+    (
+        "cos does not broadcast",
+        lambda: pc.apply_rope(_X, torch.zeros(6, 8), torch.zeros(6, 8)),
+        ValueError,
+        r"cos and sin.*\(6, 8\).*x.*\(2, 5, 8\)",
+    ),
+    (
+        "cos wrong head_dim",
+        lambda: pc.apply_rope(_X, torch.zeros(5, 4), torch.zeros(5, 4)),
+        ValueError,
+        r"cos and sin.*head_dim=8.*\(5, 4\)",
+    ),
+    (
+        "cos vs sin",
+        lambda: pc.apply_rope(_X, _COS, torch.zeros(1, 8)),
+        ValueError,
+        r"cos and sin.*\(5, 8\).*\(1, 8\)",
+    ),
+    (
+        "integer x",
+        lambda: pc.apply_rope(torch.zeros(2, 5, 8, dtype=torch.int64), _COS, _COS),
+        TypeError,
+        r"x must.*floating.*torch\.int64",
+    ),
+    (
+        "integer cos",
+        lambda: pc.apply_rope(_X, _COS.long(), _COS),
+        TypeError,
+        r"cos must.*torch\.int64",
+    ),
     ("integer q", lambda: pc.RotaryEmbedding(8)(_Q.int(), _Q), TypeError, r"q must.*torch\.int32"),
-    ("fused not a bool", lambda: pc.apply_rope(_X, _COS, _COS, fused=1), TypeError, r"fused must be None, True or False, got 1"),
-    ("fused with autograd", lambda: pc.apply_rope(_X.clone().requires_grad_(), _COS, _COS, fused=True), ValueError,
-     r"fused=True computes without autograd"),
-    ("fused bfloat16", lambda: pc.apply_rope(_X.bfloat16(), _COS, _COS, fused=True), ValueError,
-     r"fused=True is for float32 and float64 tensors, got x of dtype torch\.bfloat16"),
-    ("fused off the CPU", lambda: pc.apply_rope(_X.to("meta"), _COS.to("meta"), _COS.to("meta"), fused=True),
-     ValueError, r"fused=True is for CPU tensors, got x on meta"),
-    ("odd x width", lambda: pc.apply_rope(torch.zeros(5, 7), torch.zeros(5, 7), torch.zeros(5, 7)), ValueError,
-     r"head_dim.*7"),
-    ("int dtype", lambda: pc.rope_cos_sin([0], 8, dtype=torch.int32), TypeError, r"dtype.*floating.*torch\.int32"),
-    ("complex dtype", lambda: pc.rope_cos_sin([0], 8, dtype=torch.complex64), TypeError, r"dtype.*torch\.complex64"),
-    ("string dtype", lambda: pc.rope_cos_sin([0], 8, dtype="float32"), TypeError, r"dtype.*torch\.dtype.*'float32'"),
-    ("q head_dim", lambda: pc.RotaryEmbedding(8)(torch.zeros(1, 2, 3, 6), _Q), ValueError,
-     r"q .*head_dim=8.*\(1, 2, 3, 6\)"),
-    ("k head_dim", lambda: pc.RotaryEmbedding(8)(_Q, torch.zeros(1, 2, 3, 16)), ValueError,
-     r"k .*head_dim=8.*\(1, 2, 3, 16\)"),
-    ("q, k lengths", lambda: pc.RotaryEmbedding(8)(_Q, torch.zeros(1, 2, 4, 8)), ValueError,
-     r"q and k.*sequence length.*3 and 4"),
-    ("negative offset", lambda: pc.RotaryEmbedding(8)(_Q, _Q, positions=-1), ValueError, r"positions.*offset.*-1"),
+    (
+        "fused not a bool",
+        lambda: pc.apply_rope(_X, _COS, _COS, fused=1),
+        TypeError,
+        r"fused must be None, True or False, got 1",
+    ),
+    (
+        "fused with autograd",
+        lambda: pc.apply_rope(_X.clone().requires_grad_(), _COS, _COS, fused=True),
+        ValueError,
+        r"fused=True computes without autograd",
+    ),
+    (
+        "fused bfloat16",
+        lambda: pc.apply_rope(_X.bfloat16(), _COS, _COS, fused=True),
+        ValueError,
+        r"fused=True is for float32 and float64 tensors, got x of dtype torch\.bfloat16",
+    ),
+    (
+        "fused off the CPU",
+        lambda: pc.apply_rope(_X.to("meta"), _COS.to("meta"), _COS.to("meta"), fused=True),
+        ValueError,
+        r"fused=True is for CPU tensors, got x on meta",
+    ),
+    (
+        "odd x width",
+        lambda: pc.apply_rope(torch.zeros(5, 7), torch.zeros(5, 7), torch.zeros(5, 7)),
+        ValueError,
+        r"head_dim.*7",
+    ),
+    (
+        "int dtype",
+        lambda: pc.rope_cos_sin([0], 8, dtype=torch.int32),
+        TypeError,
+        r"dtype.*floating.*torch\.int32",
+    ),
+    (
+        "complex dtype",
+        lambda: pc.rope_cos_sin([0], 8, dtype=torch.complex64),
+        TypeError,
+        r"dtype.*torch\.complex64",
+    ),
+    (
+        "string dtype",
+        lambda: pc.rope_cos_sin([0], 8, dtype="float32"),
+        TypeError,
+        r"dtype.*torch\.dtype.*'float32'",
+    ),
+    (
+        "q head_dim",
+        lambda: pc.RotaryEmbedding(8)(torch.zeros(1, 2, 3, 6), _Q),
+        ValueError,
+        r"q .*head_dim=8.*\(1, 2, 3, 6\)",
+    ),
+    (
+        "k head_dim",
+        lambda: pc.RotaryEmbedding(8)(_Q, torch.zeros(1, 2, 3, 16)),
+        ValueError,
+        r"k .*head_dim=8.*\(1, 2, 3, 16\)",
+    ),
+    (
+        "q, k lengths",
+        lambda: pc.RotaryEmbedding(8)(_Q, torch.zeros(1, 2, 4, 8)),
+        ValueError,
+        r"q and k.*sequence length.*3 and 4",
+    ),
+    (
+        "negative offset",
+        lambda: pc.RotaryEmbedding(8)(_Q, _Q, positions=-1),
+        ValueError,
+        r"positions.*offset.*-1",
+    ),
     ("n_heads", lambda: pc.permute_qk_weight(torch.zeros(12, 4), 5), ValueError, r"n_heads=5"),
-    ("odd width rotate", lambda: pc.rotate_pairs(torch.zeros(3, 7)), ValueError, r"x\.shape\[-1\].*even.*7"),
-    ("odd width rotate interleaved", lambda: pc.rotate_pairs(torch.zeros(3, 7), layout="interleaved"), ValueError,
-     r"x\.shape\[-1\].*7"),
+    (
+        "odd width rotate",
+        lambda: pc.rotate_pairs(torch.zeros(3, 7)),
+        ValueError,
+        r"x\.shape\[-1\].*even.*7",
+    ),
+    (
+        "odd width rotate interleaved",
+        lambda: pc.rotate_pairs(torch.zeros(3, 7), layout="interleaved"),
+        ValueError,
+        r"x\.shape\[-1\].*7",
+    ),
     ("odd perm", lambda: pc.interleaved_to_half(7), ValueError, r"head_dim.*even.*7"),
     ("zero perm", lambda: pc.half_to_interleaved(0), ValueError, r"head_dim.*0"),
     ("bool perm", lambda: pc.interleaved_to_half(True), TypeError, r"head_dim.*True"),
-    ("bool positions module", lambda: pc.RotaryEmbedding(8)(_Q, _Q, positions=torch.tensor([False, True, True])),
-     TypeError, r"positions must hold integers or real numbers, got dtype torch\.bool"),
-    ("complex positions module", lambda: pc.RotaryEmbedding(8)(_Q, _Q, positions=torch.zeros(3, dtype=torch.complex64)),
-     TypeError, r"positions.*torch\.complex64"),
-    ("positions batch module", lambda: pc.RotaryEmbedding(8)(_Q, _Q, positions=torch.zeros(2, 3, dtype=torch.long)),
-     ValueError, r"positions of shape \(2, 3\) give 2 sequences, but q of shape \(1, 2, 3, 8\) has batch size 1"),
-    ("mscale string", lambda: pc.parse_scaling({"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64,
-                                                "mscale": "a", "mscale_all_dim": 1}), TypeError, r"scaling\['mscale'\].*'a'"),
-    ("mscale negative", lambda: pc.parse_scaling({"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64,
-                                                  "mscale": 1, "mscale_all_dim": -1}), ValueError,
-     r"scaling\['mscale_all_dim'\] must be >= 0.*-1"),
-    ("partial rotary string", lambda: pc.parse_scaling({"rope_type": "linear", "factor": 2, "partial_rotary_factor": "x"}),
-     TypeError, r"partial_rotary_factor.*'x'"),
-    ("partial rotary", lambda: pc.parse_scaling({"rope_type": "linear", "factor": 2, "partial_rotary_factor": 0.5}),
-     ValueError, r"partial_rotary_factor.*1\.0.*0\.5"),
-    ("truncate string", lambda: pc.parse_scaling({"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64,
-                                                  "truncate": "no"}), TypeError, r"scaling\['truncate'\] must be True or False.*'no'"),
-    ("attention_factor negative", lambda: pc.rope_attention_factor(
-        {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64, "attention_factor": -1}),
-     ValueError, r"attention_factor.*> 0.*-1"),
-    ("attention_factor nan", lambda: pc.rope_attention_factor(
-        {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64, "attention_factor": float("nan")}),
-     ValueError, r"attention_factor.*finite.*nan"),
-    ("scaling not a dict", lambda: pc.rope_attention_factor([("rope_type", "yarn")]), TypeError, r"scaling.*list"),
+    (
+        "bool positions module",
+        lambda: pc.RotaryEmbedding(8)(_Q, _Q, positions=torch.tensor([False, True, True])),
+        TypeError,
+        r"positions must hold integers or real numbers, got dtype torch\.bool",
+    ),
+    (
+        "complex positions module",
+        lambda: pc.RotaryEmbedding(8)(_Q, _Q, positions=torch.zeros(3, dtype=torch.complex64)),
+        TypeError,
+        r"positions.*torch\.complex64",
+    ),
+    (
+        "positions batch module",
+        lambda: pc.RotaryEmbedding(8)(_Q, _Q, positions=torch.zeros(2, 3, dtype=torch.long)),
+        ValueError,
+        r"positions of shape \(2, 3\) give 2 sequences, but q of shape \(1, 2, 3, 8\) has batch size 1",
+    ),
+    (
+        "mscale string",
+        lambda: pc.parse_scaling(
+            {
+                "rope_type": "yarn",
+                "factor": 4.0,
+                "original_max_position_embeddings": 64,
+                "mscale": "a",
+                "mscale_all_dim": 1,
+            }
+        ),
+        TypeError,
+        r"scaling\['mscale'\].*'a'",
+    ),
+    (
+        "mscale negative",
+        lambda: pc.parse_scaling(
+            {
+                "rope_type": "yarn",
+                "factor": 4.0,
+                "original_max_position_embeddings": 64,
+                "mscale": 1,
+                "mscale_all_dim": -1,
+            }
+        ),
+        ValueError,
+        r"scaling\['mscale_all_dim'\] must be >= 0.*-1",
+    ),
+    (
+        "partial rotary string",
+        lambda: pc.parse_scaling(
+            {"rope_type": "linear", "factor": 2, "partial_rotary_factor": "x"}
+        ),
+        TypeError,
+        r"partial_rotary_factor.*'x'",
+    ),
+    (
+        "partial rotary",
+        lambda: pc.parse_scaling(
+            {"rope_type": "linear", "factor": 2, "partial_rotary_factor": 0.5}
+        ),
+        ValueError,
+        r"partial_rotary_factor.*1\.0.*0\.5",
+    ),
+    (
+        "truncate string",
+        lambda: pc.parse_scaling(
+            {
+                "rope_type": "yarn",
+                "factor": 4.0,
+                "original_max_position_embeddings": 64,
+                "truncate": "no",
+            }
+        ),
+        TypeError,
+        r"scaling\['truncate'\] must be True or False.*'no'",
+    ),
+    (
+        "attention_factor negative",
+        lambda: pc.rope_attention_factor(
+            {
+                "rope_type": "yarn",
+                "factor": 4.0,
+                "original_max_position_embeddings": 64,
+                "attention_factor": -1,
+            }
+        ),
+        ValueError,
+        r"attention_factor.*> 0.*-1",
+    ),
+    (
+        "attention_factor nan",
+        lambda: pc.rope_attention_factor(
+            {
+                "rope_type": "yarn",
+                "factor": 4.0,
+                "original_max_position_embeddings": 64,
+                "attention_factor": float("nan"),
+            }
+        ),
+        ValueError,
+        r"attention_factor.*finite.*nan",
+    ),
+    (
+        "scaling not a dict",
+        lambda: pc.rope_attention_factor([("rope_type", "yarn")]),
+        TypeError,
+        r"scaling.*list",
+    ),
     ("negative seq_len", lambda: pc.rope_frequencies(8, seq_len=-5), ValueError, r"seq_len.*-5"),
     ("float seq_len", lambda: pc.rope_cos_sin([0], 8, seq_len=2.5), TypeError, r"seq_len.*2\.5"),
     ("bool seq_len", lambda: pc.rope_angles([0], 8, seq_len=True), TypeError, r"seq_len.*True"),
-    ("ntk with head_dim 2 at construction", lambda: pc.RotaryEmbedding(2, scaling={"rope_type": "ntk", "factor": 2.0}),
-     ValueError, r"head_dim must be > 2 for ntk.*2"),
+    (
+        "ntk with head_dim 2 at construction",
+        lambda: pc.RotaryEmbedding(2, scaling={"rope_type": "ntk", "factor": 2.0}),
+        ValueError,
+        r"head_dim must be > 2 for ntk.*2",
+    ),
 ]
 
 

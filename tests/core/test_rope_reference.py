@@ -10,16 +10,25 @@ import math
 import numpy as np
 import pytest
 import torch
+from rounding import is_nearest
 from transformers import LlamaConfig
 from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
-from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding, apply_rotary_pos_emb, rotate_half
+from transformers.models.llama.modeling_llama import (
+    LlamaRotaryEmbedding,
+    apply_rotary_pos_emb,
+    rotate_half,
+)
 
 import posenc_core as pc
-from rounding import is_nearest
 
 F64 = torch.float64
-LLAMA31 = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
-           "original_max_position_embeddings": 8192}
+LLAMA31 = {
+    "rope_type": "llama3",
+    "factor": 8.0,
+    "low_freq_factor": 1.0,
+    "high_freq_factor": 4.0,
+    "original_max_position_embeddings": 8192,
+}
 
 
 def randn(*shape, seed=0, dtype=F64):
@@ -32,9 +41,15 @@ def llama_config(head_dim=64, n_heads=4, max_position_embeddings=2048, **rope_pa
     rope_parameters.setdefault("rope_type", "default")
     rope_parameters.setdefault("rope_theta", 10000.0)
     return LlamaConfig(
-        hidden_size=head_dim * n_heads, num_attention_heads=n_heads, num_key_value_heads=n_heads,
-        head_dim=head_dim, intermediate_size=32, num_hidden_layers=1, vocab_size=16,
-        max_position_embeddings=max_position_embeddings, rope_parameters=rope_parameters,
+        hidden_size=head_dim * n_heads,
+        num_attention_heads=n_heads,
+        num_key_value_heads=n_heads,
+        head_dim=head_dim,
+        intermediate_size=32,
+        num_hidden_layers=1,
+        vocab_size=16,
+        max_position_embeddings=max_position_embeddings,
+        rope_parameters=rope_parameters,
     )
 
 
@@ -58,8 +73,13 @@ def test_rotate_pairs_is_hf_rotate_half():
 def test_apply_rope_matches_hf_apply_rotary_pos_emb():
     """apply_rope = transformers' apply_rotary_pos_emb (cos/sin (b, s, d), unsqueeze_dim=1, q (b, h, s, d))."""
     b, h, s, d = 2, 4, 9, 64
-    q, k = randn(b, h, s, d, seed=2, dtype=torch.float32), randn(b, h, s, d, seed=3, dtype=torch.float32)
-    positions = torch.tensor([[0, 1, 2, 3, 4, 5, 6, 7, 8], [100, 101, 102, 103, 104, 105, 106, 107, 108]])
+    q, k = (
+        randn(b, h, s, d, seed=2, dtype=torch.float32),
+        randn(b, h, s, d, seed=3, dtype=torch.float32),
+    )
+    positions = torch.tensor(
+        [[0, 1, 2, 3, 4, 5, 6, 7, 8], [100, 101, 102, 103, 104, 105, 106, 107, 108]]
+    )
     cos, sin = pc.rope_cos_sin(positions, d)  # (b, s, d) float32
     hq, hk = apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim=1)
     # both compute q*cos + rotate_half(q)*sin in float32 on unit-scale data; only the order of the
@@ -77,9 +97,21 @@ def test_apply_rope_matches_hf_apply_rotary_pos_emb():
     [
         ({"rope_theta": 10000.0}, None, 2048),
         ({"rope_theta": 500000.0}, None, 2048),
-        ({"rope_type": "linear", "factor": 4.0, "rope_theta": 10000.0}, {"rope_type": "linear", "factor": 4.0}, 2048),
-        ({"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 1024, "rope_theta": 10000.0},
-         {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 1024}, 4096),
+        (
+            {"rope_type": "linear", "factor": 4.0, "rope_theta": 10000.0},
+            {"rope_type": "linear", "factor": 4.0},
+            2048,
+        ),
+        (
+            {
+                "rope_type": "yarn",
+                "factor": 4.0,
+                "original_max_position_embeddings": 1024,
+                "rope_theta": 10000.0,
+            },
+            {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 1024},
+            4096,
+        ),
         ({**LLAMA31, "rope_theta": 500000.0}, LLAMA31, 65536),
     ],
     ids=["default", "theta5e5", "linear", "yarn", "llama3"],
@@ -94,10 +126,18 @@ def test_cos_sin_match_hf_llama_rotary_embedding(rope_parameters, scaling, max_p
     6e-8 of exact, so the difference is HF's error: atol 1.2e-3. Position 0..15 angles are tiny and
     exact enough in float32 for a much tighter check.
     """
-    positions = torch.cat((torch.arange(16), torch.randint(16, 4096, (300,), generator=torch.Generator().manual_seed(4)),
-                           torch.tensor([4095])))
-    config = llama_config(head_dim=128 if scaling is LLAMA31 else 64, max_position_embeddings=max_position_embeddings,
-                          **dict(rope_parameters))
+    positions = torch.cat(
+        (
+            torch.arange(16),
+            torch.randint(16, 4096, (300,), generator=torch.Generator().manual_seed(4)),
+            torch.tensor([4095]),
+        )
+    )
+    config = llama_config(
+        head_dim=128 if scaling is LLAMA31 else 64,
+        max_position_embeddings=max_position_embeddings,
+        **dict(rope_parameters),
+    )
     hcos, hsin = hf_cos_sin(config, positions)
     base = rope_parameters["rope_theta"]
     cos, sin = pc.rope_cos_sin(positions, config.head_dim, base=base, scaling=scaling)
@@ -113,9 +153,14 @@ def test_dynamic_ntk_matches_hf_module_over_a_long_sequence():
     l0, s = 512, 1500
     config = llama_config(max_position_embeddings=l0, rope_type="dynamic", factor=2.0)
     hcos, hsin = hf_cos_sin(config, torch.arange(s))
-    cos, sin = pc.rope_cos_sin(torch.arange(s), 64, scaling={"rope_type": "dynamic", "factor": 2.0,
-                                                             "original_max_position_embeddings": l0})
-    torch.testing.assert_close(cos, hcos, rtol=0, atol=1e-3)  # same float32 bound as above, positions < 1500
+    cos, sin = pc.rope_cos_sin(
+        torch.arange(s),
+        64,
+        scaling={"rope_type": "dynamic", "factor": 2.0, "original_max_position_embeddings": l0},
+    )
+    torch.testing.assert_close(
+        cos, hcos, rtol=0, atol=1e-3
+    )  # same float32 bound as above, positions < 1500
     torch.testing.assert_close(sin, hsin, rtol=0, atol=1e-3)
     plain, _ = pc.rope_cos_sin(torch.arange(s), 64)
     assert (plain - cos).abs().max() > 0.1  # the rescaling is visible at this length
@@ -125,7 +170,9 @@ def test_dynamic_ntk_matches_hf_module_over_a_long_sequence():
 
 
 def hf_inv_freq(config, seq_len=None):
-    inv_freq, attention_factor = ROPE_INIT_FUNCTIONS[config.rope_parameters["rope_type"]](config, "cpu", seq_len=seq_len)
+    inv_freq, attention_factor = ROPE_INIT_FUNCTIONS[config.rope_parameters["rope_type"]](
+        config, "cpu", seq_len=seq_len
+    )
     return inv_freq.double(), attention_factor
 
 
@@ -139,9 +186,15 @@ HF_RTOL = 2e-6
 def test_linear_matches_hf(head_dim, base, factor):
     config = llama_config(head_dim=head_dim, rope_type="linear", factor=factor, rope_theta=base)
     expected, attention_factor = hf_inv_freq(config)
-    got = pc.rope_frequencies(head_dim, base=base, scaling={"rope_type": "linear", "factor": factor})
+    got = pc.rope_frequencies(
+        head_dim, base=base, scaling={"rope_type": "linear", "factor": factor}
+    )
     torch.testing.assert_close(got, expected, rtol=HF_RTOL, atol=0)
-    assert pc.rope_attention_factor({"rope_type": "linear", "factor": factor}) == attention_factor == 1.0
+    assert (
+        pc.rope_attention_factor({"rope_type": "linear", "factor": factor})
+        == attention_factor
+        == 1.0
+    )
 
 
 @pytest.mark.parametrize("seq_len", [None, 1, 1000, 2048, 2049, 4096, 20517])
@@ -149,7 +202,13 @@ def test_linear_matches_hf(head_dim, base, factor):
 def test_dynamic_matches_hf(seq_len, head_dim, base, factor):
     """HF's dynamic NTK uses config.max_position_embeddings as the original length L0."""
     l0 = 2048
-    config = llama_config(head_dim=head_dim, max_position_embeddings=l0, rope_type="dynamic", factor=factor, rope_theta=base)
+    config = llama_config(
+        head_dim=head_dim,
+        max_position_embeddings=l0,
+        rope_type="dynamic",
+        factor=factor,
+        rope_theta=base,
+    )
     expected, attention_factor = hf_inv_freq(config, seq_len)
     scaling = {"rope_type": "dynamic", "factor": factor, "original_max_position_embeddings": l0}
     got = pc.rope_frequencies(head_dim, base=base, scaling=scaling, seq_len=seq_len)
@@ -169,13 +228,19 @@ YARN_CASES = [
 ]
 
 
-@pytest.mark.parametrize("case", YARN_CASES, ids=[",".join(f"{k}={v}" for k, v in c.items()) for c in YARN_CASES])
+@pytest.mark.parametrize(
+    "case", YARN_CASES, ids=[",".join(f"{k}={v}" for k, v in c.items()) for c in YARN_CASES]
+)
 @pytest.mark.parametrize("head_dim, base, l0", [(64, 10000.0, 4096), (128, 1e6, 8192)])
 def test_yarn_matches_hf(case, head_dim, base, l0):
     """YaRN frequencies (Peng et al. 2023, Eq. 18-20) and attention factor as transformers computes them."""
     params = {"rope_type": "yarn", "original_max_position_embeddings": l0, **case}
-    config = llama_config(head_dim=head_dim, max_position_embeddings=int(l0 * case["factor"]), rope_theta=base,
-                          **params)
+    config = llama_config(
+        head_dim=head_dim,
+        max_position_embeddings=int(l0 * case["factor"]),
+        rope_theta=base,
+        **params,
+    )
     expected, attention_factor = hf_inv_freq(config)
     got = pc.rope_frequencies(head_dim, base=base, scaling=params)
     torch.testing.assert_close(got, expected, rtol=HF_RTOL, atol=0)
@@ -196,7 +261,9 @@ def test_yarn_attention_factor_formula():
 
 @pytest.mark.parametrize("head_dim, base", [(128, 500000.0), (64, 10000.0)])
 def test_llama3_matches_hf(head_dim, base):
-    config = llama_config(head_dim=head_dim, max_position_embeddings=131072, rope_theta=base, **LLAMA31)
+    config = llama_config(
+        head_dim=head_dim, max_position_embeddings=131072, rope_theta=base, **LLAMA31
+    )
     expected, attention_factor = hf_inv_freq(config)
     got = pc.rope_frequencies(head_dim, base=base, scaling=LLAMA31)
     torch.testing.assert_close(got, expected, rtol=HF_RTOL, atol=0)
@@ -220,7 +287,9 @@ def meta_apply_scaling(freqs):
         elif wavelen > low_freq_wavelen:
             new_freqs.append(freq / scale_factor)
         else:
-            smooth = (old_context_len / wavelen - low_freq_factor) / (high_freq_factor - low_freq_factor)
+            smooth = (old_context_len / wavelen - low_freq_factor) / (
+                high_freq_factor - low_freq_factor
+            )
             new_freqs.append((1 - smooth) * freq / scale_factor + smooth * freq)
     return new_freqs
 
@@ -259,7 +328,9 @@ def test_ntk_aware_scaling(head_dim, base, s):
     d = head_dim
     got = pc.rope_frequencies(d, base=base, scaling={"rope_type": "ntk", "factor": s}).tolist()
     new_base = base * s ** (d / (d - 2))
-    np.testing.assert_allclose(got, [new_base ** (-2 * i / d) for i in range(d // 2)], rtol=1e-13, atol=0)
+    np.testing.assert_allclose(
+        got, [new_base ** (-2 * i / d) for i in range(d // 2)], rtol=1e-13, atol=0
+    )
     assert got[0] == 1.0
     assert got[-1] * s == pytest.approx(base ** (-(d - 2) / d), rel=1e-13)
 
@@ -271,11 +342,19 @@ def test_dynamic_is_ntk_at_the_current_length():
     dyn = {"rope_type": "dynamic", "factor": s, "original_max_position_embeddings": l0}
     for length in (3000, 4096, 10000):
         ntk = {"rope_type": "ntk", "factor": s * length / l0 - (s - 1)}
-        torch.testing.assert_close(pc.rope_frequencies(d, scaling=dyn, seq_len=length), pc.rope_frequencies(d, scaling=ntk),
-                                   rtol=1e-14, atol=0)
+        torch.testing.assert_close(
+            pc.rope_frequencies(d, scaling=dyn, seq_len=length),
+            pc.rope_frequencies(d, scaling=ntk),
+            rtol=1e-14,
+            atol=0,
+        )
     for length in (1, 1000, 1024):
-        torch.testing.assert_close(pc.rope_frequencies(d, scaling=dyn, seq_len=length), pc.rope_frequencies(d),
-                                   rtol=1e-15, atol=0)
+        torch.testing.assert_close(
+            pc.rope_frequencies(d, scaling=dyn, seq_len=length),
+            pc.rope_frequencies(d),
+            rtol=1e-15,
+            atol=0,
+        )
 
 
 # --------------------------------------------------------------------------- 5. Meta's Llama code
@@ -303,7 +382,9 @@ def test_interleaved_matches_meta_llama(theta):
     x = randn(b, s, h, d, seed=5)
     expected = meta_apply_rotary_emb(x, meta_precompute_freqs_cis(d, s, theta))
     cos, sin = pc.rope_cos_sin(torch.arange(s), d, base=theta, layout="interleaved", dtype=F64)
-    got = pc.apply_rope(x.transpose(1, 2), cos, sin, layout="interleaved").transpose(1, 2)  # ours wants (b, h, s, d)
+    got = pc.apply_rope(x.transpose(1, 2), cos, sin, layout="interleaved").transpose(
+        1, 2
+    )  # ours wants (b, h, s, d)
     torch.testing.assert_close(got, expected, rtol=0, atol=1e-12)
 
 
@@ -347,8 +428,10 @@ def numpy_cos_sin(positions, d, base=10000.0):
 
 
 POSITIONS = np.concatenate(
-    ([0, 1, 2047, 4096, 65535, 131072, 2**20 - 1],
-     np.random.default_rng(7).integers(0, 2**20, 1993))
+    (
+        [0, 1, 2047, 4096, 65535, 131072, 2**20 - 1],
+        np.random.default_rng(7).integers(0, 2**20, 1993),
+    )
 )
 
 
@@ -367,7 +450,9 @@ def test_all_float32_angles_are_off_by_more_than_1e3_at_131072():
     Face's formulation, head_dim 128 as in Llama), cos at position 131072 is wrong by more than 1e-3."""
     d, m = 128, 131072
     for base in (10000.0, 500000.0):
-        inv32 = np.float32(1.0) / (np.float32(base) ** (np.arange(0, d, 2, dtype=np.float32) / np.float32(d)))
+        inv32 = np.float32(1.0) / (
+            np.float32(base) ** (np.arange(0, d, 2, dtype=np.float32) / np.float32(d))
+        )
         angle32 = np.float32(m) * inv32  # float32 product
         exact = np.cos(m * base ** (-np.arange(0, d, 2) / d))
         assert np.abs(np.cos(angle32.astype(np.float64)) - exact).max() > 1e-3
@@ -409,13 +494,19 @@ def test_low_precision_apply_rope_is_correctly_rounded(dtype, layout):
     11-bit and a 24-bit significand are exact in float64). 4 * 8 * 512 * 64 elements: a float32
     computation rounded again misses the nearest value for dozens of them."""
     b, h, s, d = 4, 8, 512, 64
-    positions = np.concatenate(([0, 1, 2, 65535], np.random.default_rng(8).integers(0, 65536, s - 4)))
+    positions = np.concatenate(
+        ([0, 1, 2, 65535], np.random.default_rng(8).integers(0, 65536, s - 4))
+    )
     x = randn(b, h, s, d, seed=9, dtype=dtype) * 3
     xd = x.double().numpy()
     angles = positions.astype(np.float64)[:, None] * 10000.0 ** (-np.arange(0, d, 2) / d)
 
     def rotate(c, sn):  # float64 rotation of x's pairs by tables c, sn of shape (s, d/2)
-        a, bb = (xd[..., : d // 2], xd[..., d // 2 :]) if layout == "half" else (xd[..., 0::2], xd[..., 1::2])
+        a, bb = (
+            (xd[..., : d // 2], xd[..., d // 2 :])
+            if layout == "half"
+            else (xd[..., 0::2], xd[..., 1::2])
+        )
         first, second = a * c - bb * sn, bb * c + a * sn
         out = np.empty_like(xd)
         if layout == "half":
@@ -427,12 +518,18 @@ def test_low_precision_apply_rope_is_correctly_rounded(dtype, layout):
     exact = rotate(np.cos(angles), np.sin(angles))
     pos = torch.from_numpy(positions)
     cos64, sin64 = pc.rope_cos_sin(pos, d, layout=layout, dtype=F64)
-    for got in (pc.apply_rope(x, cos64, sin64, layout=layout),
-                pc.RotaryEmbedding(d, layout=layout)(x, x, positions=pos)[0]):
+    for got in (
+        pc.apply_rope(x, cos64, sin64, layout=layout),
+        pc.RotaryEmbedding(d, layout=layout)(x, x, positions=pos)[0],
+    ):
         assert got.dtype == dtype
         assert bool(is_nearest(got, exact, 0.0).all())
     cos32, sin32 = pc.rope_cos_sin(pos, d, layout=layout)
     got32 = pc.apply_rope(x, cos32, sin32, layout=layout)
-    half = (slice(None), slice(None, None, 2)) if layout == "interleaved" else (slice(None), slice(0, d // 2))
+    half = (
+        (slice(None), slice(None, None, 2))
+        if layout == "interleaved"
+        else (slice(None), slice(0, d // 2))
+    )
     with_tables = rotate(cos32.double().numpy()[half], sin32.double().numpy()[half])
     assert bool(is_nearest(got32, with_tables, 0.0).all())

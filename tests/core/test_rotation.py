@@ -31,7 +31,9 @@ def test_shift_matrix_blocks_do_not_depend_on_p_and_compose():
     m3, m5, m8 = (pc.shift_matrix(k, d, dtype=torch.float64) for k in (3, 5, 8))
     torch.testing.assert_close(m3 @ m5, m8, rtol=0, atol=1e-12)
     torch.testing.assert_close(m3.T @ m3, torch.eye(d, dtype=torch.float64), rtol=0, atol=1e-12)
-    torch.testing.assert_close(pc.shift_matrix(-3, d, dtype=torch.float64), m3.T, rtol=0, atol=1e-12)
+    torch.testing.assert_close(
+        pc.shift_matrix(-3, d, dtype=torch.float64), m3.T, rtol=0, atol=1e-12
+    )
     # off the 2x2 diagonal blocks everything is zero
     mask = torch.block_diag(*[torch.ones(2, 2)] * (d // 2)).bool()
     assert torch.all(m3[~mask] == 0)
@@ -42,7 +44,10 @@ def test_block_is_written_from_the_angle_addition_formulas():
     k = 7
     block = pc.shift_matrix(k, 8, dtype=torch.float64)[2:4, 2:4]
     expected = torch.tensor(
-        [[math.cos(omega_1 * k), math.sin(omega_1 * k)], [-math.sin(omega_1 * k), math.cos(omega_1 * k)]],
+        [
+            [math.cos(omega_1 * k), math.sin(omega_1 * k)],
+            [-math.sin(omega_1 * k), math.cos(omega_1 * k)],
+        ],
         dtype=torch.float64,
     )
     torch.testing.assert_close(block, expected, rtol=0, atol=1e-15)
@@ -53,9 +58,13 @@ def test_rotation_matrix_is_a_rotation():
     r = pc.rotation_matrix(theta)
     assert r.shape == (3, 2, 2)
     torch.testing.assert_close(torch.linalg.det(r), torch.ones(3, dtype=torch.float64))
-    torch.testing.assert_close(pc.rotation_matrix(0.5) @ pc.rotation_matrix(0.7), pc.rotation_matrix(1.2))
+    torch.testing.assert_close(
+        pc.rotation_matrix(0.5) @ pc.rotation_matrix(0.7), pc.rotation_matrix(1.2)
+    )
     x = torch.tensor([1.0, 0.0], dtype=torch.float64)
-    torch.testing.assert_close(pc.rotation_matrix(math.pi / 2) @ x, torch.tensor([0.0, 1.0], dtype=torch.float64))
+    torch.testing.assert_close(
+        pc.rotation_matrix(math.pi / 2) @ x, torch.tensor([0.0, 1.0], dtype=torch.float64)
+    )
 
 
 def test_bad_arguments():

@@ -7,9 +7,9 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from rounding import is_nearest
 
 import posenc_core as pc
-from rounding import is_nearest
 
 
 def paper_pe(pos: float, d_model: int, base: float = 10000.0) -> list[float]:
@@ -32,7 +32,9 @@ def test_d768_position_one_first_dims():
     """dims 2, 3 at pos 1 use omega_1 = 10000^(-2/768), about 0.976 rad, not 0.01."""
     row = pc.sinusoidal_table(2, 768, dtype=torch.float64)[1, :4]
     w1 = 10000 ** (-2 / 768)
-    expected = torch.tensor([math.sin(1), math.cos(1), math.sin(w1), math.cos(w1)], dtype=torch.float64)
+    expected = torch.tensor(
+        [math.sin(1), math.cos(1), math.sin(w1), math.cos(w1)], dtype=torch.float64
+    )
     torch.testing.assert_close(row, expected, rtol=0, atol=1e-15)
 
 
@@ -77,7 +79,9 @@ def test_frequencies_are_geometric_from_one():
     assert omega.shape == (64,) and omega.dtype == torch.float64
     assert omega[0].item() == 1.0
     ratios = omega[1:] / omega[:-1]
-    torch.testing.assert_close(ratios, torch.full_like(ratios, base ** (-2 / d)), rtol=1e-13, atol=0)
+    torch.testing.assert_close(
+        ratios, torch.full_like(ratios, base ** (-2 / d)), rtol=1e-13, atol=0
+    )
     lam = pc.wavelengths(d, base=base)
     assert math.isclose(lam[0].item(), 2 * math.pi, rel_tol=1e-15)
     assert math.isclose(lam[-1].item(), 2 * math.pi * base ** ((d - 2) / d), rel_tol=1e-12)
@@ -98,7 +102,9 @@ def test_dot_product_depends_only_on_the_offset(d_model, base, p, p2, k, layout)
     here in float64 with Python's math, independently of the library."""
     expected = math.fsum(math.cos(k * base ** (-2 * i / d_model)) for i in range(d_model // 2))
     for start in (p, p2):
-        rows = pc.sinusoidal_encoding(torch.tensor([start, start + k]), d_model, base=base, layout=layout, dtype=torch.float64)
+        rows = pc.sinusoidal_encoding(
+            torch.tensor([start, start + k]), d_model, base=base, layout=layout, dtype=torch.float64
+        )
         # angles up to 12,000 rad are off by about ulp(12,000) = 2e-12 each (3e-12 seen over <= 128
         # pairs); a wrong formula or frequency is off by far more than 1e-10
         assert abs(float(rows[0] @ rows[1]) - expected) < 1e-10
@@ -108,7 +114,9 @@ def test_wavelengths_grow_geometrically_from_two_pi():
     """Vaswani et al. 2017, Sec. 3.5: the wavelengths form a geometric progression from 2 pi
     (to 10000 * 2 pi for the paper's base); 2 pi base**(2i/d) computed here with math."""
     for d, base in [(8, 10000.0), (64, 500.0), (128, 500000.0)]:
-        expected = torch.tensor([2 * math.pi * base ** (2 * i / d) for i in range(d // 2)], dtype=torch.float64)
+        expected = torch.tensor(
+            [2 * math.pi * base ** (2 * i / d) for i in range(d // 2)], dtype=torch.float64
+        )
         torch.testing.assert_close(pc.wavelengths(d, base=base), expected, rtol=1e-13, atol=0)
 
 
@@ -126,7 +134,9 @@ def test_highest_frequency_is_one_radian_whatever_the_base(base):
 def test_bounded_values_and_constant_norm():
     table = pc.sinusoidal_table(3000, 64, dtype=torch.float64)
     assert table.abs().max() <= 1.0
-    torch.testing.assert_close(table.norm(dim=1), torch.full((3000,), math.sqrt(32), dtype=torch.float64))
+    torch.testing.assert_close(
+        table.norm(dim=1), torch.full((3000,), math.sqrt(32), dtype=torch.float64)
+    )
 
 
 def test_concat_layout_is_a_permutation_of_interleaved():
@@ -192,7 +202,11 @@ def test_module_low_precision_gradient_is_that_of_a_cast():
         ({"n_positions": 4, "d_model": 8, "base": float("nan")}, ValueError, "base.*finite.*nan"),
         ({"n_positions": 4, "d_model": 8, "base": float("inf")}, ValueError, "base.*finite.*inf"),
         ({"n_positions": 4, "d_model": 8, "base": "10000"}, TypeError, "base.*str"),
-        ({"n_positions": 4, "d_model": 8, "layout": "fairseq"}, ValueError, "layout.*'interleaved'.*'concat'.*fairseq"),
+        (
+            {"n_positions": 4, "d_model": 8, "layout": "fairseq"},
+            ValueError,
+            "layout.*'interleaved'.*'concat'.*fairseq",
+        ),
         ({"n_positions": 4, "d_model": 8, "dtype": torch.int64}, TypeError, "dtype.*int64"),
         ({"n_positions": True, "d_model": 8}, TypeError, "n_positions.*bool True"),
         ({"n_positions": 4, "d_model": 8, "device": "foo"}, ValueError, "device.*'foo'"),
@@ -219,17 +233,37 @@ def test_bad_arguments(kwargs, exc, match):
         (lambda: pc.wavelengths(8, base="10000"), TypeError, "base.*str '10000'"),
         (lambda: pc.sinusoidal_encoding([0, 1], 8, device="foo"), ValueError, "device.*'foo'"),
         (lambda: pc.sinusoidal_encoding([0, 1], 8, device=0.5), TypeError, "device.*float 0.5"),
-        (lambda: pc.sinusoidal_encoding(torch.tensor([True]), 8), TypeError, "positions.*torch.bool"),
+        (
+            lambda: pc.sinusoidal_encoding(torch.tensor([True]), 8),
+            TypeError,
+            "positions.*torch.bool",
+        ),
         (lambda: pc.sinusoidal_encoding(torch.tensor([1j]), 8), TypeError, "positions.*complex64"),
         (lambda: pc.sinusoidal_encoding("abc", 8), TypeError, "positions.*'abc'"),
         (lambda: pc.sinusoidal_encoding([0, 1], 8, layout="half"), ValueError, "layout.*'half'"),
         (lambda: pc.sinusoidal_encoding([0, 1], 8, dtype=torch.int32), TypeError, "dtype.*int32"),
         (lambda: pc.SinusoidalPositionalEncoding(7, 4), ValueError, "d_model.*even.*7"),
-        (lambda: pc.SinusoidalPositionalEncoding(8, 4, scale=float("nan")), ValueError, "scale.*finite.*nan"),
+        (
+            lambda: pc.SinusoidalPositionalEncoding(8, 4, scale=float("nan")),
+            ValueError,
+            "scale.*finite.*nan",
+        ),
         (lambda: pc.SinusoidalPositionalEncoding(8, 4, base=1.0), ValueError, "base.*1.0"),
-        (lambda: pc.SinusoidalPositionalEncoding(8, 4)(torch.zeros(8)), ValueError, r"x.*2 dimensions.*\(8,\)"),
-        (lambda: pc.SinusoidalPositionalEncoding(8, 4)(torch.zeros(1, 2, 8), offset=True), TypeError, "offset.*bool True"),
-        (lambda: pc.SinusoidalPositionalEncoding(8, 4)(torch.zeros(1, 2, 8), offset=1.5), TypeError, "offset.*float 1.5"),
+        (
+            lambda: pc.SinusoidalPositionalEncoding(8, 4)(torch.zeros(8)),
+            ValueError,
+            r"x.*2 dimensions.*\(8,\)",
+        ),
+        (
+            lambda: pc.SinusoidalPositionalEncoding(8, 4)(torch.zeros(1, 2, 8), offset=True),
+            TypeError,
+            "offset.*bool True",
+        ),
+        (
+            lambda: pc.SinusoidalPositionalEncoding(8, 4)(torch.zeros(1, 2, 8), offset=1.5),
+            TypeError,
+            "offset.*float 1.5",
+        ),
     ],
 )
 def test_bad_inputs_to_each_function(call, exc, match):
@@ -283,6 +317,16 @@ def test_the_first_table_of_a_process_is_as_accurate_as_the_rest():
     import sys
 
     env = {**__import__("os").environ, "OMP_NUM_THREADS": "2"}
-    errors = [float(subprocess.run([sys.executable, "-c", FIRST_CALL], capture_output=True, text=True,
-                                   check=True, env=env).stdout) for _ in range(8)]
+    errors = [
+        float(
+            subprocess.run(
+                [sys.executable, "-c", FIRST_CALL],
+                capture_output=True,
+                text=True,
+                check=True,
+                env=env,
+            ).stdout
+        )
+        for _ in range(8)
+    ]
     assert max(errors) < 1e-12, errors

@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check
 JB := $(VENV)/bin/jupyter-book
 
-.PHONY: book vendor chromium test unit bench bench-widgets bench-quick lab clean study
+.PHONY: book vendor chromium test unit lint bench bench-widgets bench-quick lab clean study
 
 # Tests that need the built book (and, for the browser tests, Debian's chromium).
 # tests/core and tests/book run before the build; tests/built checks the built book (and
@@ -61,7 +61,12 @@ chromium:
 unit: $(VENV)/.test-ok vendor
 	$(PY) -m pytest $(BEFORE_BUILD)
 
-test: $(VENV)/.test-ok chromium vendor
+# Formatting and lint (ruff, configured in pyproject.toml; chapters/ruff.toml for the chapters).
+lint: $(VENV)/.test-ok
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/ruff check .
+
+test: $(VENV)/.test-ok chromium vendor lint
 	$(PY) -m pytest $(BEFORE_BUILD)
 	$(MAKE) --no-print-directory book
 	BOOK_BUILT=1 $(PY) -m pytest $(POSTBUILD) -s

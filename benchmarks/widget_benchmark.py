@@ -55,7 +55,7 @@ def sweep(values: list, n: int, current) -> list:
     step = max(1, (len(values) - 1) // max(1, n - 1))
     picks = [values[(j * step) % len(values)] for j in range(n)]
     out, previous = [], current
-    for j, v in enumerate(picks):
+    for v in picks:
         if v == previous:
             v = values[(values.index(v) + 1) % len(values)]
         out.append(v)
@@ -87,7 +87,8 @@ def main() -> int:
 
     print(
         f"python {platform.python_version()}, matplotlib {matplotlib.__version__}, ipywidgets "
-        f"{ipywidgets.__version__}, {platform.machine()} with {os.cpu_count()} CPUs, {platform.platform()}"
+        f"{ipywidgets.__version__}, {platform.machine()} with {os.cpu_count()} CPUs, "
+        f"{platform.platform()}"
     )
     print(
         f"live mode, {args.updates} timed updates per control after {args.warmup} warm-up updates; "
@@ -130,7 +131,8 @@ def main() -> int:
             if not ok:
                 misses.append(f"{explorer.name}.{name}")
             print(
-                f"{explorer.name:<14} {name:<10} {len(times):>3} {median:>6.1f}ms {percentile(times, 0.1):>5.1f}ms "
+                f"{explorer.name:<14} {name:<10} {len(times):>3} {median:>6.1f}ms "
+                f"{percentile(times, 0.1):>5.1f}ms "
                 f"{percentile(times, 0.9):>5.1f}ms {min(times):>5.1f}ms {max(times):>5.1f}ms "
                 f"{statistics.mean(sizes) / 1e3:>7.1f}  {'PASS' if ok else 'FAIL'}"
             )

@@ -23,7 +23,8 @@ SNIPPET = f"""<html><head><title>T</title></head><body>
 <p>Rotary embedding (&#x65cb;转)</p>
 <img src="a.png" alt="编码">
 <!-- 注释 is a comment: never shown -->
-<script type="{WIDGET}">{{"state": {{"m": {{"state": {{"description": "\\u9891\\u7387", "_view_name": "x"}}}}}}}}</script>
+<script type="{WIDGET}">{{"state": {{"m": {{"state":
+{{"description": "\\u9891\\u7387", "_view_name": "x"}}}}}}}}</script>
 </body></html>"""
 
 

@@ -2,18 +2,14 @@
 book served on 127.0.0.1, Debian's chromium driven by Playwright, and a context in which every
 request that leaves the machine is blocked and recorded.
 
-The `server` fixture serves the test module's own `HTML` folder, so each module decides which
-build it reads.
+The `server` and `browser` fixtures built on these are in conftest.py beside this file.
 """
 
 from __future__ import annotations
 
-import functools
-import http.server
 import os
 import pathlib
 import shutil
-import threading
 from urllib.parse import urlparse
 
 import pytest
@@ -42,31 +38,6 @@ def require_book_and_chromium(html: pathlib.Path) -> None:
         if os.environ.get("BOOK_BUILT"):
             raise RuntimeError(f"no chromium at {CHROMIUM}: .ci/run installs Debian's chromium")
         pytest.skip("chromium is not installed", allow_module_level=True)
-
-
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):  # keep test output readable
-        pass
-
-
-@pytest.fixture(scope="module")
-def server(request):
-    """The requesting module's `HTML` folder on 127.0.0.1 (a free port); yields the base URL."""
-    handler = functools.partial(_QuietHandler, directory=str(request.module.HTML))
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
-        yield b
-        b.close()
 
 
 def block_external(context, server: str) -> list[str]:

@@ -15,7 +15,7 @@ from urllib.parse import urlparse
 
 import pytest
 import yaml
-from browser_support import CHROMIUM, block_external, browser, server  # noqa: F401 (fixtures)
+from browser_support import CHROMIUM, block_external
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 HTML = ROOT / "_build" / "html"

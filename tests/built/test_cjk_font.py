@@ -29,6 +29,7 @@ from urllib.parse import urlparse
 
 import pytest
 
+HERE = pathlib.Path(__file__).resolve().parent
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 HTML = pathlib.Path(os.environ.get("POSENC_BOOK_HTML") or ROOT / "_build" / "html")
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -179,56 +180,11 @@ def browser(fontconfig):
 
 # Wrap every run of CJK characters outside math, scripts and form controls in
 # <span data-cjk-run>; returns the runs with some surrounding text.
-WRAP = """(re) => {
-  const skip = new Set(['SCRIPT', 'STYLE', 'NOSCRIPT', 'TEXTAREA', 'TITLE', 'OPTION', 'SELECT', 'MJX-CONTAINER', 'svg']);
-  const cjk = new RegExp(re, 'gu');
-  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT, {acceptNode(node) {
-    for (let e = node.parentElement; e; e = e.parentElement) {
-      if (skip.has(e.tagName) || skip.has(e.nodeName) || e.hasAttribute('data-cjk-run')) return NodeFilter.FILTER_REJECT;
-    }
-    cjk.lastIndex = 0;
-    return cjk.test(node.data) ? NodeFilter.FILTER_ACCEPT : NodeFilter.FILTER_REJECT;
-  }});
-  const nodes = [];
-  while (walker.nextNode()) nodes.push(walker.currentNode);
-  for (const node of nodes) {
-    const parts = node.data.split(new RegExp('(' + re + '+)', 'u'));
-    const frag = document.createDocumentFragment();
-    for (const part of parts) {
-      if (!part) continue;
-      cjk.lastIndex = 0;
-      if (cjk.test(part)) {
-        const span = document.createElement('span');
-        span.setAttribute('data-cjk-run', '');
-        span.textContent = part;
-        frag.appendChild(span);
-      } else frag.appendChild(document.createTextNode(part));
-    }
-    node.replaceWith(frag);
-  }
-  return [...document.querySelectorAll('span[data-cjk-run]')].map(s => {
-    const around = (s.parentElement.closest('p,li,dt,dd,td,th,h1,h2,h3,h4,h5,h6,pre,a,div') || s.parentElement).textContent;
-    const i = around.indexOf(s.textContent);
-    return {text: s.textContent, context: around.slice(Math.max(0, i - 40), i + s.textContent.length + 40).replace(/\\s+/g, ' '),
-            weight: getComputedStyle(s).fontWeight};
-  });
-}"""
+WRAP = (HERE / "cjk_wrap.js").read_text()
 
 # Every CJK character in the DOM: text nodes (all of them), attribute values, and the strings
 # of saved widget state.
-DOM_CHARS = """(re) => {
-  const cjk = new RegExp(re, 'gu');
-  const found = new Set();
-  const add = (s) => { for (const m of (s || '').matchAll(cjk)) found.add(m[0]); };
-  const walker = document.createTreeWalker(document, NodeFilter.SHOW_TEXT);
-  while (walker.nextNode()) add(walker.currentNode.data);
-  for (const e of document.querySelectorAll('*')) for (const a of e.attributes) add(a.value);
-  const walk = (v) => { if (typeof v === 'string') add(v);
-    else if (v && typeof v === 'object') for (const [k, x] of Object.entries(v)) { add(k); walk(x); } };
-  for (const s of document.querySelectorAll('script[type="application/vnd.jupyter.widget-state+json"]'))
-    walk(JSON.parse(s.textContent));
-  return [...found];
-}"""
+DOM_CHARS = (HERE / "cjk_dom_chars.js").read_text()
 
 
 class CJKVisit:
@@ -341,7 +297,8 @@ def test_every_cjk_character_is_drawn_by_the_books_font(visits, served_glyphs):
                 continue
             ours = [f for f in used if f["isCustomFont"] and f["familyName"] == family]
             others = [
-                f"{f['familyName']} ({'web font' if f['isCustomFont'] else 'system'}, {f['glyphCount']} glyphs)"
+                f"{f['familyName']} ({'web font' if f['isCustomFont'] else 'system'}, "
+                f"{f['glyphCount']} glyphs)"
                 for f in used
                 if f not in ours
             ]
@@ -386,7 +343,8 @@ def test_the_dom_has_exactly_the_characters_the_font_was_made_for(visits):
     subset = set(MANIFEST["characters"])
     assert len(dom) == MANIFEST["count"] == len(subset), (len(dom), MANIFEST["count"])
     assert dom == subset, (
-        f"in the DOM only: {''.join(sorted(dom - subset))}; subset only: {''.join(sorted(subset - dom))}"
+        f"in the DOM only: {''.join(sorted(dom - subset))}; "
+        f"subset only: {''.join(sorted(subset - dom))}"
     )
 
 

@@ -49,7 +49,7 @@ from pathlib import Path
 import torch
 
 import posenc_core
-from posenc_core import rope as rope_mod
+from posenc_core.rope import kernels as rope_kernels
 
 # --------------------------------------------------------------------------- setup
 
@@ -66,7 +66,8 @@ def _hf_rotate_half() -> tuple[Callable[[torch.Tensor], torch.Tensor], str]:
 
         return (
             rotate_half,
-            f"transformers {transformers.__version__}: transformers.models.llama.modeling_llama.rotate_half",
+            f"transformers {transformers.__version__}: "
+            "transformers.models.llama.modeling_llama.rotate_half",
         )
     except Exception as exc:  # noqa: BLE001 - any import problem means: use the inline copy
 
@@ -76,7 +77,8 @@ def _hf_rotate_half() -> tuple[Callable[[torch.Tensor], torch.Tensor], str]:
 
         return (
             rotate_half,
-            f"inline torch.cat((-x[..., h:], x[..., :h]), -1) (transformers unavailable: {exc.__class__.__name__})",
+            "inline torch.cat((-x[..., h:], x[..., :h]), -1) (transformers unavailable: "
+            f"{exc.__class__.__name__})",
         )
 
 
@@ -145,20 +147,24 @@ def _ms(seconds: float) -> str:
 
 def _describe(t: Timings, name: str) -> str:
     lo, q1, q3, hi = t.spread(name)
-    return f"median {_ms(t.median(name)):>8} ms   IQR {_ms(q1)}-{_ms(q3)}   min {_ms(lo)}   max {_ms(hi)}"
+    return (
+        f"median {_ms(t.median(name)):>8} ms   IQR {_ms(q1)}-{_ms(q3)}   "
+        f"min {_ms(lo)}   max {_ms(hi)}"
+    )
 
 
 def _paired(t: Timings, num: str, den: str) -> str:
     rs = t.paired_ratios(num, den)
     best = min(t.samples[num]) / min(t.samples[den])
     return (
-        f"per-round ratio median {statistics.median(rs):.3f} (min {min(rs):.3f}, max {max(rs):.3f}); "
-        f"ratio of fastest calls {best:.3f}"
+        f"per-round ratio median {statistics.median(rs):.3f} "
+        f"(min {min(rs):.3f}, max {max(rs):.3f}); ratio of fastest calls {best:.3f}"
     )
 
 
 def _not_nearest(got: torch.Tensor, exact: torch.Tensor) -> int:
-    """How many elements of a low-precision ``got`` have a neighbour closer to ``exact`` (float64)."""
+    """How many elements of a low-precision ``got`` have a neighbour closer to ``exact``
+    (float64)."""
     err = (got.double() - exact).abs()
     closer = torch.zeros_like(err, dtype=torch.bool)
     for direction in (math.inf, -math.inf):
@@ -212,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--sweep-chunks",
         action="store_true",
-        help="also time apply_rope for several _CHUNK_ELEMENTS",
+        help="also time apply_rope for several kernels.CHUNK_ELEMENTS",
     )
     args = parser.parse_args(argv)
 
@@ -230,11 +236,13 @@ def main(argv: list[str] | None = None) -> int:
     print("RoPE benchmark (posenc_core.apply_rope, rope_cos_sin)")
     print(
         f"  torch {torch.__version__}, {torch.get_num_threads()} threads "
-        f"(interop {torch.get_num_interop_threads()}), cpu capability {torch.backends.cpu.get_cpu_capability()}"
+        f"(interop {torch.get_num_interop_threads()}), cpu capability "
+        f"{torch.backends.cpu.get_cpu_capability()}"
     )
     print(f"  CPU: {_cpu_model()} ({os.cpu_count()} logical CPUs visible)")
     print(
-        f"  Python {platform.python_version()}, posenc_core from {Path(posenc_core.__file__).parent}"
+        f"  Python {platform.python_version()}, posenc_core from "
+        f"{Path(posenc_core.__file__).parent}"
     )
     print(
         f"  transparent hugepages: {_read('/sys/kernel/mm/transparent_hugepage/enabled')}; "
@@ -242,8 +250,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(f"  HF formula uses {rotate_half_src}")
     print(
-        f"  shape (b, h, s, d) = {shape}, q and k per call; {warmup} warm-up + {rounds} timed rounds, "
-        f"interleaved; apply_rope chunk = {rope_mod._CHUNK_ELEMENTS} elements"
+        f"  shape (b, h, s, d) = {shape}, q and k per call; {warmup} warm-up + {rounds} timed "
+        f"rounds, interleaved; apply_rope chunk = {rope_kernels.CHUNK_ELEMENTS} elements"
     )
     if args.quick:
         print("  QUICK MODE: small shape, results are indicative only")
@@ -297,11 +305,11 @@ def main(argv: list[str] | None = None) -> int:
         diff_b_between = (ours_b.float() - hf_b.float()).abs().max().item()
         not_nearest_ours, not_nearest_hf = _not_nearest(ours_b, ref_b), _not_nearest(hf_b, ref_b)
         del ref_b, ours_b, hf_b
-    fused_error = rope_mod._fused_kernel.error
-    if q.numel() >= rope_mod._FUSED_MIN_ELEMENTS:
-        path = f"{q.numel()} elements >= {rope_mod._FUSED_MIN_ELEMENTS}: the fused kernel"
+    fused_error = rope_kernels.fused_kernel.error
+    if q.numel() >= rope_kernels.FUSED_MIN_ELEMENTS:
+        path = f"{q.numel()} elements >= {rope_kernels.FUSED_MIN_ELEMENTS}: the fused kernel"
     else:
-        path = f"{q.numel()} elements < {rope_mod._FUSED_MIN_ELEMENTS}: the eager path"
+        path = f"{q.numel()} elements < {rope_kernels.FUSED_MIN_ELEMENTS}: the eager path"
     print(
         f"First apply_rope call (float32, {path}): {t_first:.2f} s, compilation included"
         + (f"; COMPILING FAILED, eager path used: {fused_error}" if fused_error else "")
@@ -310,19 +318,22 @@ def main(argv: list[str] | None = None) -> int:
     print("Correctness (q only; unit-normal inputs)")
     print(
         f"  float32 half:        max |apply_rope - HF formula| = {diff_fp32:.3g}  "
-        f"(bit-identical: {bit_fp32}, {n_diff_fp32} of {q.numel()} elements differ); must be < {EQUALITY_TOL:g}"
+        f"(bit-identical: {bit_fp32}, {n_diff_fp32} of {q.numel()} elements differ); must be < "
+        f"{EQUALITY_TOL:g}"
     )
     print(
-        f"  float32 half, eager path (fused=False): max |apply_rope - HF formula| = {diff_eager:.3g}  "
-        f"(bit-identical: {bit_eager})"
+        "  float32 half, eager path (fused=False): max |apply_rope - HF formula| = "
+        f"{diff_eager:.3g}  (bit-identical: {bit_eager})"
     )
     print(
-        f"  float32 interleaved: max |apply_rope - plain formula| = {diff_il:.3g}  (bit-identical: {bit_il})"
+        f"  float32 interleaved: max |apply_rope - plain formula| = {diff_il:.3g}  "
+        f"(bit-identical: {bit_il})"
     )
     print(
         f"  bfloat16: max |apply_rope - exact formula| = {diff_ours_b:.3g}, "
         f"elements that are not the nearest bf16 to it: {not_nearest_ours} of {qb.numel()}; "
-        f"HF bf16: {diff_hf_b:.3g}, {not_nearest_hf} not nearest; max |apply_rope - HF bf16| = {diff_b_between:.3g}"
+        f"HF bf16: {diff_hf_b:.3g}, {not_nearest_hf} not nearest; max |apply_rope - HF bf16| = "
+        f"{diff_b_between:.3g}"
     )
     if not diff_fp32 < EQUALITY_TOL:
         failures.append(
@@ -330,15 +341,18 @@ def main(argv: list[str] | None = None) -> int:
         )
     if not_nearest_ours:
         failures.append(
-            f"bfloat16 apply_rope is not the nearest bf16 value of the formula for {not_nearest_ours} elements"
+            "bfloat16 apply_rope is not the nearest bf16 value of the formula for "
+            f"{not_nearest_ours} elements"
         )
     if not diff_eager < EQUALITY_TOL:
         failures.append(
-            f"float32 eager apply_rope differs from the HF formula by {diff_eager:.3g} >= {EQUALITY_TOL:g}"
+            f"float32 eager apply_rope differs from the HF formula by {diff_eager:.3g} >= "
+            f"{EQUALITY_TOL:g}"
         )
     if not diff_il < EQUALITY_TOL:
         failures.append(
-            f"float32 interleaved apply_rope differs from the plain formula by {diff_il:.3g} >= {EQUALITY_TOL:g}"
+            f"float32 interleaved apply_rope differs from the plain formula by {diff_il:.3g} >= "
+            f"{EQUALITY_TOL:g}"
         )
     print()
 
@@ -374,32 +388,40 @@ def main(argv: list[str] | None = None) -> int:
     r_copy = t.ratio("copy_ prealloc f32", "clone f32")
     r_eager = t.ratio("apply_rope eager half f32", "clone f32")
     print(
-        "Ratios (ratio of medians; in brackets: per-round ratios, and the ratio of the fastest calls,"
+        "Ratios (ratio of medians; in brackets: per-round ratios, and the ratio of the "
+        "fastest calls,"
     )
     print("which noise that only ever adds time cannot inflate)")
     print(
-        f"  1. apply_rope / clone, float32:            {r_clone:.3f}x   [{_paired(t, 'apply_rope half f32', 'clone f32')}]"
+        f"  1. apply_rope / clone, float32:            {r_clone:.3f}x   "
+        f"[{_paired(t, 'apply_rope half f32', 'clone f32')}]"
     )
     print(
-        f"     eager path (fused=False) / clone, f32:  {r_eager:.3f}x   [{_paired(t, 'apply_rope eager half f32', 'clone f32')}]"
+        f"     eager path (fused=False) / clone, f32:  {r_eager:.3f}x   "
+        f"[{_paired(t, 'apply_rope eager half f32', 'clone f32')}]"
     )
     print(
-        f"  2. HF eager time / apply_rope time, f32: {r_hf:.2f}x   [{_paired(t, 'HF eager f32', 'apply_rope half f32')}]"
+        f"  2. HF eager time / apply_rope time, f32: {r_hf:.2f}x   "
+        f"[{_paired(t, 'HF eager f32', 'apply_rope half f32')}]"
     )
     print(
-        f"  3. apply_rope / clone, bfloat16:           {r_clone_b:.3f}x   [{_paired(t, 'apply_rope half bf16', 'clone bf16')}]"
+        f"  3. apply_rope / clone, bfloat16:           {r_clone_b:.3f}x   "
+        f"[{_paired(t, 'apply_rope half bf16', 'clone bf16')}]"
     )
     print(
-        f"     HF eager time / apply_rope time, bf16:{r_hf_b:.2f}x   [{_paired(t, 'HF eager bf16', 'apply_rope half bf16')}]"
+        f"     HF eager time / apply_rope time, bf16:{r_hf_b:.2f}x   "
+        f"[{_paired(t, 'HF eager bf16', 'apply_rope half bf16')}]"
     )
     print(
-        f"  4. apply_rope interleaved / clone, f32:    {r_il:.3f}x   [{_paired(t, 'apply_rope interleaved f32', 'clone f32')}]"
+        f"  4. apply_rope interleaved / clone, f32:    {r_il:.3f}x   "
+        f"[{_paired(t, 'apply_rope interleaved f32', 'clone f32')}]"
     )
     print(f"     copy_ into a preallocated buffer takes {r_copy:.2f}x the time of clone", end="")
     if r_copy < 0.8:
         print(
-            "; the difference is the first touch\n     of clone's fresh output pages (page faults), which every "
-            "out-of-place contender pays too,\n     so ratios to clone depend on what page faults cost on the machine"
+            "; the difference is the first touch\n     of clone's fresh output pages "
+            "(page faults), which every out-of-place contender pays too,\n     so ratios to "
+            "clone depend on what page faults cost on the machine"
         )
     else:
         print(" (small tensors: fresh pages are not the bottleneck here)")
@@ -408,17 +430,17 @@ def main(argv: list[str] | None = None) -> int:
     # ---------------------------------------------------------------- chunk sweep (optional)
     sweep: list[tuple[int, float, float]] = []
     if args.sweep_chunks:
-        saved = rope_mod._CHUNK_ELEMENTS
+        saved = rope_kernels.CHUNK_ELEMENTS
         sizes = [1 << e for e in range(16, 23)]
         SC: dict[str, Callable[[], object]] = {"clone f32": C["clone f32"]}
 
         def with_chunk(n_el: int) -> Callable[[], object]:
             def call() -> object:
-                rope_mod._CHUNK_ELEMENTS = n_el
+                rope_kernels.CHUNK_ELEMENTS = n_el
                 try:
                     return eager(q, cos, sin), eager(k, cos, sin)
                 finally:
-                    rope_mod._CHUNK_ELEMENTS = saved
+                    rope_kernels.CHUNK_ELEMENTS = saved
 
             return call
 
@@ -427,7 +449,7 @@ def main(argv: list[str] | None = None) -> int:
         ts = Timings(SC)
         with torch.no_grad():
             ts.run(rounds, warmup)
-        print("apply_rope eager path (half, float32, fused=False) by _CHUNK_ELEMENTS")
+        print("apply_rope eager path (half, float32, fused=False) by kernels.CHUNK_ELEMENTS")
         print(f"  {'clone f32':28s} {_describe(ts, 'clone f32')}")
         for n_el in sizes:
             name = f"chunk {n_el}"
@@ -472,7 +494,10 @@ def main(argv: list[str] | None = None) -> int:
 
     def row(name: str, ratio_text: str, target: str, result: str, tm: Timings = t) -> str:
         lo, _, _, hi = tm.spread(name)
-        return f"| {name} | {_ms(tm.median(name))} | {_ms(lo)}-{_ms(hi)} | {ratio_text} | {target} | {result} |"
+        return (
+            f"| {name} | {_ms(tm.median(name))} | {_ms(lo)}-{_ms(hi)} | {ratio_text} | "
+            f"{target} | {result} |"
+        )
 
     print("Summary (Markdown)")
     print()
@@ -517,13 +542,16 @@ def main(argv: list[str] | None = None) -> int:
     print()
 
     print(
-        f"TARGET 1  apply_rope <= {TARGET_VS_CLONE}x clone (float32):   {verdict[pass_clone]}  ({r_clone:.3f}x)"
+        f"TARGET 1  apply_rope <= {TARGET_VS_CLONE}x clone (float32):   {verdict[pass_clone]}  "
+        f"({r_clone:.3f}x)"
     )
     print(
-        f"TARGET 2  apply_rope >= {TARGET_VS_HF}x faster than HF eager: {verdict[pass_hf]}  ({r_hf:.2f}x)"
+        f"TARGET 2  apply_rope >= {TARGET_VS_HF}x faster than HF eager: {verdict[pass_hf]}  "
+        f"({r_hf:.2f}x)"
     )
     print(
-        f"CHECK     float32 result within {EQUALITY_TOL:g} of HF formula:   {verdict[diff_fp32 < EQUALITY_TOL]}  ({diff_fp32:.3g})"
+        f"CHECK     float32 result within {EQUALITY_TOL:g} of HF formula:   "
+        f"{verdict[diff_fp32 < EQUALITY_TOL]}  ({diff_fp32:.3g})"
     )
     missed = [n for n, ok in (("1 (vs clone)", pass_clone), ("2 (vs HF)", pass_hf)) if not ok]
     if missed:

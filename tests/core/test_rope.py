@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from rounding import is_nearest
 
 import posenc_core as pc
-import posenc_core.rope as rope_mod
+from posenc_core.rope import kernels
 
 LAYOUTS = ("half", "interleaved")
 F64 = torch.float64
@@ -64,7 +64,8 @@ def turn90(x, layout):
 
 
 def rope_at(x, positions, layout="half", base=10000.0, scaling=None):
-    """apply_rope with tables for ``positions`` (shape (s,)) in the dtype of x (float tables for low precision)."""
+    """apply_rope with tables for ``positions`` (shape (s,)) in the dtype of x (float32 tables
+    for low precision)."""
     dtype = x.dtype if x.dtype in (torch.float32, F64) else torch.float32
     cos, sin = pc.rope_cos_sin(
         positions, x.shape[-1], base=base, scaling=scaling, layout=layout, dtype=dtype
@@ -138,7 +139,8 @@ def test_yarn_scales_norms_by_its_attention_factor():
 
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_rotate_pairs_is_a_quarter_turn(layout):
-    """rotate_pairs(x) is the (a, b) -> (-b, a) turn; twice it is -x; it equals RoPE at angle pi/2."""
+    """rotate_pairs(x) is the (a, b) -> (-b, a) turn; twice it is -x; it equals RoPE at angle
+    pi/2."""
     x = randn(4, 5, 10, seed=5)
     r = pc.rotate_pairs(x, layout=layout)
     assert torch.equal(r, turn90(x, layout))
@@ -156,7 +158,7 @@ def test_python_float_positions_are_not_rounded_to_float32():
     (float32 would turn 123456789.0 into 123456792.0 and pi/2 into pi/2 + 4e-8)."""
     for positions in ([123456789.0], 123456789.0, [math.pi / 2]):
         expected = float(torch.tensor(positions, dtype=F64).reshape(-1)[0])
-        assert pc.rope_angles(positions, 2).reshape(-1)[0].item() == expected
+        assert pc.rope.rope_angles(positions, 2).reshape(-1)[0].item() == expected
 
 
 @settings(max_examples=30, deadline=None)
@@ -188,7 +190,7 @@ def test_layout_permutations(half, seed, positions):
     rotating x[..., perm] in the half layout = (x rotated in the interleaved layout)[..., perm],
     bit for bit (the same products and sums, in another order of the pairs)."""
     head_dim = 2 * half
-    perm, inv = pc.interleaved_to_half(head_dim), pc.half_to_interleaved(head_dim)
+    perm, inv = pc.rope.interleaved_to_half(head_dim), pc.rope.half_to_interleaved(head_dim)
     assert perm.tolist() == list(range(0, head_dim, 2)) + list(range(1, head_dim, 2))
     x = randn(2, len(positions), head_dim, seed=seed)
     assert torch.equal(x[..., perm][..., inv], x)
@@ -200,7 +202,8 @@ def test_layout_permutations(half, seed, positions):
 
 
 def _scores(wq, wk, x, n_heads, layout):
-    """Per-head RoPE attention logits (h, s, s) for inputs x (s, d_model) and projections W (h*d, d_model)."""
+    """Per-head RoPE attention logits (h, s, s) for inputs x (s, d_model) and projections W
+    (h*d, d_model)."""
     s = x.shape[0]
     q = (x @ wq.T).reshape(s, n_heads, -1).transpose(0, 1)  # (h, s, d)
     k = (x @ wk.T).reshape(s, n_heads, -1).transpose(0, 1)
@@ -209,8 +212,9 @@ def _scores(wq, wk, x, n_heads, layout):
 
 
 def test_permuted_weights_give_the_same_scores_in_the_other_layout():
-    """A checkpoint trained with interleaved RoPE (Meta) runs with half RoPE (Hugging Face) once its
-    W_q and W_k rows are permuted per head; forgetting the permutation silently changes the scores."""
+    """A checkpoint trained with interleaved RoPE (Meta) runs with half RoPE (Hugging Face) once
+    its W_q and W_k rows are permuted per head; forgetting the permutation silently changes the
+    scores."""
     n_heads, head_dim, d_model, s = 3, 8, 12, 6
     wq, wk = randn(n_heads * head_dim, d_model, seed=7), randn(n_heads * head_dim, d_model, seed=8)
     x = randn(s, d_model, seed=9)
@@ -262,7 +266,8 @@ def test_kv_cache_decoding_matches_full_pass(layout, scaling):
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("fractional", [False, True])
 def test_per_batch_positions_equal_per_row(layout, fractional):
-    """positions of shape (b, s) with q of shape (b, h, s, d): row i is rotated by its own positions."""
+    """positions of shape (b, s) with q of shape (b, h, s, d): row i is rotated by its own
+    positions."""
     b, h, s, d = 3, 2, 5, 8
     q, k = randn(b, h, s, d, seed=12), randn(b, h, s, d, seed=13)
     positions = torch.tensor([[0, 1, 2, 3, 4], [10, 11, 12, 13, 14], [7, 3, 1000, 0, 2]])
@@ -384,7 +389,8 @@ def test_dtype_kept_and_input_untouched(dtype, layout):
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_cuda_results_stay_on_device_and_match_cpu(layout):
-    """Tables and rotations are made on the inputs' device and agree with the CPU within float32 rounding."""
+    """Tables and rotations are made on the inputs' device and agree with the CPU within float32
+    rounding."""
     positions = torch.tensor([[0, 1, 2, 3], [9, 100, 4096, 70000]])
     q = randn(2, 3, 4, 16, seed=23, dtype=torch.float32)
     cpu_q, _ = pc.RotaryEmbedding(16, layout=layout)(q, q, positions=positions)
@@ -398,8 +404,8 @@ def test_cuda_results_stay_on_device_and_match_cpu(layout):
 
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_gradients(layout):
-    """Autograd: gradcheck passes; the gradient of sum(w * R_m x) is R_m^T w = R_{-m} w (a rotation's
-    transpose is its inverse); values with requires_grad equal the no-grad fast path."""
+    """Autograd: gradcheck passes; the gradient of sum(w * R_m x) is R_m^T w = R_{-m} w (a
+    rotation's transpose is its inverse); values with requires_grad equal the no-grad fast path."""
     positions = torch.tensor([0.0, 1.0, 7.0, 300.0])
     cos, sin = pc.rope_cos_sin(positions, 6, layout=layout, dtype=F64)
     x = randn(2, 4, 6, seed=18).requires_grad_()
@@ -444,8 +450,9 @@ def test_gradients(layout):
 def test_chunked_fast_path_equals_plain_formula(
     monkeypatch, chunk, table_shape, layout, contiguous
 ):
-    """x * cos + turn90(x) * sin (RoFormer Eq. 34), whatever the chunk size, table shape and strides."""
-    monkeypatch.setattr(rope_mod, "_CHUNK_ELEMENTS", chunk)
+    """x * cos + turn90(x) * sin (RoFormer Eq. 34), whatever the chunk size, table shape and
+    strides."""
+    monkeypatch.setattr(kernels, "CHUNK_ELEMENTS", chunk)
     b, h, s, d = 3, 5, 7, 6  # odd sizes; s * d = 42 is above and below the chunk sizes
     x = randn(b, h, s, d, seed=21) if contiguous else randn(b, s, h, d, seed=21).transpose(1, 2)
     assert x.is_contiguous() == contiguous
@@ -471,7 +478,7 @@ def test_chunked_fast_path_equals_plain_formula(
 
 def test_long_sequence_chunked_over_positions(monkeypatch):
     """When one sequence is longer than a chunk, the split over positions keeps each row's angle."""
-    monkeypatch.setattr(rope_mod, "_CHUNK_ELEMENTS", 64)
+    monkeypatch.setattr(kernels, "CHUNK_ELEMENTS", 64)
     x = randn(2, 1, 333, 10, seed=22)
     cos, sin = pc.rope_cos_sin(torch.arange(333), 10, dtype=F64)
     expected = numpy_rope(x.numpy(), np.arange(333), "half")
@@ -578,7 +585,7 @@ def test_fused_kernel_equals_the_formula_bit_for_bit(dtype, table_shape, layout)
 
 
 class _Spy:
-    """Stands in for rope._fused_kernel: records calls, then runs the real kernel or raises."""
+    """Stands in for kernels.fused_kernel: records calls, then runs the real kernel or raises."""
 
     def __init__(self, fail=False):
         self.calls, self.fail, self.error = 0, fail, None
@@ -587,15 +594,16 @@ class _Spy:
         self.calls += 1
         if self.fail:
             raise RuntimeError("no C++ compiler here\nsecond line")
-        return rope_mod._FusedKernel()(*args)
+        return kernels.FusedKernel()(*args)
 
 
 def test_auto_mode_fuses_large_float_cpu_inputs_only(monkeypatch):
     """fused=None takes the compiled kernel for float32/float64 CPU inputs of at least
-    _FUSED_MIN_ELEMENTS with one shared table and no autograd, and the eager path otherwise."""
+    kernels.FUSED_MIN_ELEMENTS with one shared table and no autograd, and the eager path
+    otherwise."""
     spy = _Spy()
-    monkeypatch.setattr(rope_mod, "_fused_kernel", spy)
-    monkeypatch.setattr(rope_mod, "_FUSED_MIN_ELEMENTS", 2 * 5 * 8)
+    monkeypatch.setattr(kernels, "fused_kernel", spy)
+    monkeypatch.setattr(kernels, "FUSED_MIN_ELEMENTS", 2 * 5 * 8)
     cos, sin = pc.rope_cos_sin(torch.arange(5), 8)
     big, small = (
         randn(2, 5, 8, seed=24, dtype=torch.float32),
@@ -618,8 +626,8 @@ def test_auto_mode_falls_back_once_when_compiling_fails(monkeypatch):
     """A failed compile warns once, names the reason, and auto mode then stays on the eager path;
     fused=True raises instead."""
     spy = _Spy(fail=True)
-    monkeypatch.setattr(rope_mod, "_fused_kernel", spy)
-    monkeypatch.setattr(rope_mod, "_FUSED_MIN_ELEMENTS", 1)
+    monkeypatch.setattr(kernels, "fused_kernel", spy)
+    monkeypatch.setattr(kernels, "FUSED_MIN_ELEMENTS", 1)
     x = randn(2, 5, 8, seed=25, dtype=torch.float32)
     cos, sin = pc.rope_cos_sin(torch.arange(5), 8)
     expected = x * cos + turn90(x, "half") * sin
@@ -650,6 +658,84 @@ def test_apply_rope_inside_a_compiled_model_traces_as_one_graph():
 
     compiled = torch.compile(block, fullgraph=True, dynamic=False)
     assert torch.equal(compiled(x), (x * cos + turn90(x, "half") * sin) * 2.0)
+
+
+# --------------------------------------------------------------------------- 8c. scaling as data
+
+
+def test_unscaled_frequencies_are_the_sinusoidal_frequencies():
+    """RoPE's theta_i = base**(-2i/d) are the sinusoidal omega_i (Vaswani et al. 2017, Sec. 3.5):
+    the same float64 values, bit for bit, for every head_dim and base (chapter 3 relies on it)."""
+    for head_dim in list(range(2, 130, 2)) + [192, 256, 512]:
+        for base in (1.0001, 2.0, 10.0, 1234.5, 10000.0, 500000.0, 1e6, 1e9):
+            assert torch.equal(
+                pc.rope_frequencies(head_dim, base=base), pc.frequencies(head_dim, base=base)
+            )
+
+
+def test_parse_scaling_gives_a_frozen_rope_scaling_with_hugging_faces_defaults():
+    """A Hugging Face dict becomes a RopeScaling whose attributes are its keys; YaRN's absent
+    keys take transformers' defaults (beta_fast 32, beta_slow 1, truncate True); the legacy key
+    ``type`` is read as ``rope_type``; keys the type does not use are ignored."""
+    yarn = pc.rope.parse_scaling(
+        {"type": "yarn", "factor": 4, "original_max_position_embeddings": 64, "low_freq_factor": 9}
+    )
+    assert isinstance(yarn, pc.RopeScaling)
+    assert (yarn.rope_type, yarn.factor, yarn.original_max_position_embeddings) == ("yarn", 4.0, 64)
+    assert (yarn.beta_fast, yarn.beta_slow, yarn.truncate) == (32.0, 1.0, True)
+    assert yarn.low_freq_factor is None and yarn.attention_factor is None
+    assert yarn.attention_scaling == pytest.approx(0.1 * math.log(4.0) + 1.0, rel=1e-15)
+    assert yarn == pc.RopeScaling("yarn", factor=4.0, original_max_position_embeddings=64)
+    with pytest.raises(AttributeError):
+        yarn.factor = 8.0
+    assert pc.rope.parse_scaling(None) == pc.RopeScaling() and pc.RopeScaling().factor is None
+    assert pc.rope.parse_scaling(yarn) is yarn
+    assert yarn.to_dict() == {
+        "rope_type": "yarn",
+        "factor": 4.0,
+        "original_max_position_embeddings": 64,
+        "beta_fast": 32.0,
+        "beta_slow": 1.0,
+        "truncate": True,
+    }
+    assert pc.rope.parse_scaling(yarn.to_dict()) == yarn
+
+
+@pytest.mark.parametrize("scaling", STATIC_SCALINGS[1:], ids=SCALING_IDS[1:])
+def test_a_rope_scaling_and_its_dict_give_the_same_numbers(scaling):
+    """Every entry point takes the parsed RopeScaling as well as the dict, with identical results;
+    RotaryEmbedding keeps only the parsed form."""
+    parsed = pc.rope.parse_scaling(scaling)
+    for fn in (pc.rope_frequencies, lambda d, **kw: pc.rope_cos_sin([0, 3, 70], d, **kw)[1]):
+        assert torch.equal(fn(16, scaling=parsed), fn(16, scaling=scaling))
+    module = pc.RotaryEmbedding(16, scaling=scaling)
+    assert module.scaling == parsed
+    assert not any(isinstance(v, dict) and v == scaling for v in vars(module).values())
+    q = randn(1, 2, 5, 16, seed=40, dtype=torch.float32)
+    for a, b in zip(module(q, q, 3), pc.RotaryEmbedding(16, scaling=parsed)(q, q, 3)):
+        assert torch.equal(a, b)
+
+
+def test_a_new_rope_type_is_one_function_and_one_table_entry(monkeypatch):
+    """Registering a function in VARIANTS is all it takes: parse_scaling accepts the type, and
+    rope_frequencies, rope_cos_sin and RotaryEmbedding use it (here theta_i / factor**2)."""
+    from posenc_core.rope import scaling as scaling_mod
+
+    def squared_inv_freq(base, head_dim, scaling, seq_len):
+        return pc.frequencies(head_dim, base=base) / scaling.factor**2
+
+    monkeypatch.setitem(
+        scaling_mod.VARIANTS, "squared", scaling_mod.Variant(squared_inv_freq, ("factor",))
+    )
+    sq = {"rope_type": "squared", "factor": 3.0}
+    expected = [10000.0 ** (-2 * i / 8) / 9.0 for i in range(4)]  # Python math
+    np.testing.assert_allclose(pc.rope_frequencies(8, scaling=sq).numpy(), expected, rtol=1e-15)
+    x = randn(1, 4, 8, seed=41)
+    cos, sin = pc.rope_cos_sin(torch.arange(4), 8, scaling=sq, dtype=F64)
+    got, _ = pc.RotaryEmbedding(8, scaling=sq)(x, x)
+    assert torch.equal(got, pc.apply_rope(x, cos, sin))
+    with pytest.raises(ValueError, match=r"'squared'.*needs the key 'factor'"):
+        pc.rope.parse_scaling({"rope_type": "squared"})
 
 
 # --------------------------------------------------------------------------- 9. bad input
@@ -727,7 +813,7 @@ BAD = [
     ),
     (
         "legacy type",
-        lambda: pc.parse_scaling({"type": "su", "factor": 2.0}),
+        lambda: pc.rope.parse_scaling({"type": "su", "factor": 2.0}),
         ValueError,
         r"rope_type.*'yarn'.*'su'",
     ),
@@ -804,7 +890,7 @@ BAD = [
     ),
     (
         "-inf angles",
-        lambda: pc.rope_angles(torch.tensor([float("-inf")]), 8),
+        lambda: pc.rope.rope_angles(torch.tensor([float("-inf")]), 8),
         ValueError,
         r"positions.*-inf",
     ),
@@ -943,9 +1029,9 @@ BAD = [
         ValueError,
         r"x\.shape\[-1\].*7",
     ),
-    ("odd perm", lambda: pc.interleaved_to_half(7), ValueError, r"head_dim.*even.*7"),
-    ("zero perm", lambda: pc.half_to_interleaved(0), ValueError, r"head_dim.*0"),
-    ("bool perm", lambda: pc.interleaved_to_half(True), TypeError, r"head_dim.*True"),
+    ("odd perm", lambda: pc.rope.interleaved_to_half(7), ValueError, r"head_dim.*even.*7"),
+    ("zero perm", lambda: pc.rope.half_to_interleaved(0), ValueError, r"head_dim.*0"),
+    ("bool perm", lambda: pc.rope.interleaved_to_half(True), TypeError, r"head_dim.*True"),
     (
         "bool positions module",
         lambda: pc.RotaryEmbedding(8)(_Q, _Q, positions=torch.tensor([False, True, True])),
@@ -962,11 +1048,12 @@ BAD = [
         "positions batch module",
         lambda: pc.RotaryEmbedding(8)(_Q, _Q, positions=torch.zeros(2, 3, dtype=torch.long)),
         ValueError,
-        r"positions of shape \(2, 3\) give 2 sequences, but q of shape \(1, 2, 3, 8\) has batch size 1",
+        r"positions of shape \(2, 3\) give 2 sequences, "
+        r"but q of shape \(1, 2, 3, 8\) has batch size 1",
     ),
     (
         "mscale string",
-        lambda: pc.parse_scaling(
+        lambda: pc.rope.parse_scaling(
             {
                 "rope_type": "yarn",
                 "factor": 4.0,
@@ -980,7 +1067,7 @@ BAD = [
     ),
     (
         "mscale negative",
-        lambda: pc.parse_scaling(
+        lambda: pc.rope.parse_scaling(
             {
                 "rope_type": "yarn",
                 "factor": 4.0,
@@ -994,7 +1081,7 @@ BAD = [
     ),
     (
         "partial rotary string",
-        lambda: pc.parse_scaling(
+        lambda: pc.rope.parse_scaling(
             {"rope_type": "linear", "factor": 2, "partial_rotary_factor": "x"}
         ),
         TypeError,
@@ -1002,7 +1089,7 @@ BAD = [
     ),
     (
         "partial rotary",
-        lambda: pc.parse_scaling(
+        lambda: pc.rope.parse_scaling(
             {"rope_type": "linear", "factor": 2, "partial_rotary_factor": 0.5}
         ),
         ValueError,
@@ -1010,7 +1097,7 @@ BAD = [
     ),
     (
         "truncate string",
-        lambda: pc.parse_scaling(
+        lambda: pc.rope.parse_scaling(
             {
                 "rope_type": "yarn",
                 "factor": 4.0,
@@ -1023,7 +1110,7 @@ BAD = [
     ),
     (
         "attention_factor negative",
-        lambda: pc.rope_attention_factor(
+        lambda: pc.rope.rope_attention_factor(
             {
                 "rope_type": "yarn",
                 "factor": 4.0,
@@ -1036,7 +1123,7 @@ BAD = [
     ),
     (
         "attention_factor nan",
-        lambda: pc.rope_attention_factor(
+        lambda: pc.rope.rope_attention_factor(
             {
                 "rope_type": "yarn",
                 "factor": 4.0,
@@ -1049,13 +1136,49 @@ BAD = [
     ),
     (
         "scaling not a dict",
-        lambda: pc.rope_attention_factor([("rope_type", "yarn")]),
+        lambda: pc.rope.rope_attention_factor([("rope_type", "yarn")]),
         TypeError,
         r"scaling.*list",
     ),
     ("negative seq_len", lambda: pc.rope_frequencies(8, seq_len=-5), ValueError, r"seq_len.*-5"),
     ("float seq_len", lambda: pc.rope_cos_sin([0], 8, seq_len=2.5), TypeError, r"seq_len.*2\.5"),
-    ("bool seq_len", lambda: pc.rope_angles([0], 8, seq_len=True), TypeError, r"seq_len.*True"),
+    (
+        "bool seq_len",
+        lambda: pc.rope.rope_angles([0], 8, seq_len=True),
+        TypeError,
+        r"seq_len.*True",
+    ),
+    (
+        "RopeScaling without its factor",
+        lambda: pc.RopeScaling("linear"),
+        ValueError,
+        r"rope_type 'linear' needs factor, got None",
+    ),
+    (
+        "RopeScaling with a parameter its type does not use",
+        lambda: pc.RopeScaling("linear", factor=2.0, beta_fast=8.0),
+        ValueError,
+        r"rope_type 'linear' does not use beta_fast, got beta_fast=8\.0; it uses factor",
+    ),
+    (
+        "RopeScaling type",
+        lambda: pc.RopeScaling("longrope", factor=2.0),
+        ValueError,
+        r"rope_type.*'default'.*'llama3'.*'longrope'",
+    ),
+    (
+        "RopeScaling factor",
+        lambda: pc.RopeScaling("ntk", factor=0.5),
+        ValueError,
+        r"scaling\['factor'\].*>= 1.*0\.5",
+    ),
+    (
+        "per-batch positions with 2-D q",
+        lambda: pc.RotaryEmbedding(8)(_Q[0, 0], _Q[0, 0], positions=torch.zeros(1, 3)),
+        ValueError,
+        r"positions of shape \(1, 3\) give tables of shape \(1, 3, 8\) that do not broadcast "
+        r"to q of shape \(3, 8\)",
+    ),
     (
         "ntk with head_dim 2 at construction",
         lambda: pc.RotaryEmbedding(2, scaling={"rope_type": "ntk", "factor": 2.0}),

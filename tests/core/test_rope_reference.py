@@ -71,7 +71,8 @@ def test_rotate_pairs_is_hf_rotate_half():
 
 
 def test_apply_rope_matches_hf_apply_rotary_pos_emb():
-    """apply_rope = transformers' apply_rotary_pos_emb (cos/sin (b, s, d), unsqueeze_dim=1, q (b, h, s, d))."""
+    """apply_rope = transformers' apply_rotary_pos_emb (cos/sin (b, s, d), unsqueeze_dim=1,
+    q (b, h, s, d))."""
     b, h, s, d = 2, 4, 9, 64
     q, k = (
         randn(b, h, s, d, seed=2, dtype=torch.float32),
@@ -117,14 +118,15 @@ def test_apply_rope_matches_hf_apply_rotary_pos_emb():
     ids=["default", "theta5e5", "linear", "yarn", "llama3"],
 )
 def test_cos_sin_match_hf_llama_rotary_embedding(rope_parameters, scaling, max_position_embeddings):
-    """rope_cos_sin(layout="half") against LlamaRotaryEmbedding built from a LlamaConfig, positions < 4096.
+    """rope_cos_sin(layout="half") against LlamaRotaryEmbedding built from a LlamaConfig,
+    positions < 4096.
 
-    Hugging Face forms the angle m * theta_i in float32: theta_i carries a few float32 rounding errors
-    (pow, reciprocal: |d theta| <= 3 * 2**-24 * theta) and the product is rounded once more
+    Hugging Face forms the angle m * theta_i in float32: theta_i carries a few float32 rounding
+    errors (pow, reciprocal: |d theta| <= 3 * 2**-24 * theta) and the product is rounded once more
     (<= ulp(4096) / 2 = 2**-12), so |d angle| <= 4096 * 3 * 2**-24 + 2**-12 < 1e-3 rad, and cos, sin
-    move by at most that much (times the YaRN attention factor, < 1.2). Our float64 tables are within
-    6e-8 of exact, so the difference is HF's error: atol 1.2e-3. Position 0..15 angles are tiny and
-    exact enough in float32 for a much tighter check.
+    move by at most that much (times the YaRN attention factor, < 1.2). Our float64 tables are
+    within 6e-8 of exact, so the difference is HF's error: atol 1.2e-3. Position 0..15 angles are
+    tiny and exact enough in float32 for a much tighter check.
     """
     positions = torch.cat(
         (
@@ -191,7 +193,7 @@ def test_linear_matches_hf(head_dim, base, factor):
     )
     torch.testing.assert_close(got, expected, rtol=HF_RTOL, atol=0)
     assert (
-        pc.rope_attention_factor({"rope_type": "linear", "factor": factor})
+        pc.rope.rope_attention_factor({"rope_type": "linear", "factor": factor})
         == attention_factor
         == 1.0
     )
@@ -213,7 +215,7 @@ def test_dynamic_matches_hf(seq_len, head_dim, base, factor):
     scaling = {"rope_type": "dynamic", "factor": factor, "original_max_position_embeddings": l0}
     got = pc.rope_frequencies(head_dim, base=base, scaling=scaling, seq_len=seq_len)
     torch.testing.assert_close(got, expected, rtol=HF_RTOL, atol=0)
-    assert pc.rope_attention_factor(scaling) == attention_factor == 1.0
+    assert pc.rope.rope_attention_factor(scaling) == attention_factor == 1.0
 
 
 YARN_CASES = [
@@ -233,7 +235,8 @@ YARN_CASES = [
 )
 @pytest.mark.parametrize("head_dim, base, l0", [(64, 10000.0, 4096), (128, 1e6, 8192)])
 def test_yarn_matches_hf(case, head_dim, base, l0):
-    """YaRN frequencies (Peng et al. 2023, Eq. 18-20) and attention factor as transformers computes them."""
+    """YaRN frequencies (Peng et al. 2023, Eq. 18-20) and attention factor as transformers computes
+    them."""
     params = {"rope_type": "yarn", "original_max_position_embeddings": l0, **case}
     config = llama_config(
         head_dim=head_dim,
@@ -244,19 +247,20 @@ def test_yarn_matches_hf(case, head_dim, base, l0):
     expected, attention_factor = hf_inv_freq(config)
     got = pc.rope_frequencies(head_dim, base=base, scaling=params)
     torch.testing.assert_close(got, expected, rtol=HF_RTOL, atol=0)
-    assert pc.rope_attention_factor(params) == pytest.approx(attention_factor, rel=1e-12)
+    assert pc.rope.rope_attention_factor(params) == pytest.approx(attention_factor, rel=1e-12)
 
 
 def test_yarn_attention_factor_formula():
-    """Peng et al. 2023, Eq. 22: sqrt(1/t) = 0.1 ln(s) + 1, evaluated with math; explicit values win."""
+    """Peng et al. 2023, Eq. 22: sqrt(1/t) = 0.1 ln(s) + 1, evaluated with math; explicit values
+    win."""
     for s in (1.0, 2.0, 4.0, 16.0, 40.0):
         expected = 0.1 * math.log(s) + 1.0 if s > 1 else 1.0
         scaling = {"rope_type": "yarn", "factor": s, "original_max_position_embeddings": 4096}
-        assert pc.rope_attention_factor(scaling) == pytest.approx(expected, rel=1e-15)
-    assert pc.rope_attention_factor({**scaling, "attention_factor": 0.75}) == 0.75
+        assert pc.rope.rope_attention_factor(scaling) == pytest.approx(expected, rel=1e-15)
+    assert pc.rope.rope_attention_factor({**scaling, "attention_factor": 0.75}) == 0.75
     ds = {**scaling, "mscale": 0.707, "mscale_all_dim": 1.0}
     expected = (0.1 * 0.707 * math.log(40.0) + 1) / (0.1 * math.log(40.0) + 1)
-    assert pc.rope_attention_factor(ds) == pytest.approx(expected, rel=1e-15)
+    assert pc.rope.rope_attention_factor(ds) == pytest.approx(expected, rel=1e-15)
 
 
 @pytest.mark.parametrize("head_dim, base", [(128, 500000.0), (64, 10000.0)])
@@ -267,7 +271,7 @@ def test_llama3_matches_hf(head_dim, base):
     expected, attention_factor = hf_inv_freq(config)
     got = pc.rope_frequencies(head_dim, base=base, scaling=LLAMA31)
     torch.testing.assert_close(got, expected, rtol=HF_RTOL, atol=0)
-    assert pc.rope_attention_factor(LLAMA31) == attention_factor == 1.0
+    assert pc.rope.rope_attention_factor(LLAMA31) == attention_factor == 1.0
 
 
 # --------------------------------------------------------------------------- 3. Llama 3.1
@@ -297,7 +301,8 @@ def meta_apply_scaling(freqs):
 def test_llama31_kept_smoothed_divided_counts():
     """Llama 3.1 (head_dim 128, theta 500000, factor 8, L0 8192, low 1, high 4): of 64 frequencies,
     those with wavelength < 8192/4 = 2048 are kept (29), those with wavelength > 8192 are divided by
-    8 (29) and the 6 between are smoothed. Counts come from Python math here, not from posenc_core."""
+    8 (29) and the 6 between are smoothed. Counts come from Python math here, not from posenc_core.
+    """
     d, base = 128, 500000.0
     raw = [base ** (-2 * i / d) for i in range(d // 2)]
     wavelengths = [2 * math.pi / f for f in raw]
@@ -324,7 +329,8 @@ def test_llama31_kept_smoothed_divided_counts():
 @pytest.mark.parametrize("s", [1.0, 2.0, 8.0, 32.0])
 def test_ntk_aware_scaling(head_dim, base, s):
     """NTK-aware scaling (bloc97, 2023): base' = base * s**(d/(d-2)). The highest frequency stays 1
-    and the lowest, base**(-(d-2)/d), is divided by exactly s: interpolate the slow dims, keep the fast."""
+    and the lowest, base**(-(d-2)/d), is divided by exactly s: interpolate the slow dims, keep the
+    fast."""
     d = head_dim
     got = pc.rope_frequencies(d, base=base, scaling={"rope_type": "ntk", "factor": s}).tolist()
     new_base = base * s ** (d / (d - 2))
@@ -336,8 +342,8 @@ def test_ntk_aware_scaling(head_dim, base, s):
 
 
 def test_dynamic_is_ntk_at_the_current_length():
-    """Dynamic NTK at length L >= L0 is NTK-aware scaling with factor s * L / L0 - (s - 1) (HF's formula);
-    at L <= L0 it is plain RoPE."""
+    """Dynamic NTK at length L >= L0 is NTK-aware scaling with factor s * L / L0 - (s - 1) (HF's
+    formula); at L <= L0 it is plain RoPE."""
     d, l0, s = 64, 1024, 4.0
     dyn = {"rope_type": "dynamic", "factor": s, "original_max_position_embeddings": l0}
     for length in (3000, 4096, 10000):
@@ -369,8 +375,8 @@ def meta_precompute_freqs_cis(dim, end, theta=10000.0):
 
 
 def meta_apply_rotary_emb(x, freqs_cis):
-    """meta-llama/llama model.py ``apply_rotary_emb`` for x of shape (b, s, h, d): pairs (x[2i], x[2i+1])
-    as complex numbers x[2i] + 1j x[2i+1], multiplied by freqs_cis."""
+    """meta-llama/llama model.py ``apply_rotary_emb`` for x of shape (b, s, h, d): pairs
+    (x[2i], x[2i+1]) as complex numbers x[2i] + 1j x[2i+1], multiplied by freqs_cis."""
     xc = torch.view_as_complex(x.reshape(*x.shape[:-1], -1, 2))
     freqs_cis = freqs_cis.view(1, xc.shape[1], 1, xc.shape[-1])
     return torch.view_as_real(xc * freqs_cis).flatten(3)
@@ -393,7 +399,8 @@ def test_interleaved_matches_meta_llama(theta):
 
 def roformer_matrix(m, d, base=10000.0):
     """Su et al. 2021, Eq. 15: block-diagonal R^d_{Theta,m} with 2x2 blocks
-    [[cos m theta_i, -sin m theta_i], [sin m theta_i, cos m theta_i]], theta_i = base**(-2(i-1)/d)."""
+    [[cos m theta_i, -sin m theta_i], [sin m theta_i, cos m theta_i]],
+    theta_i = base**(-2(i-1)/d)."""
     r = [[0.0] * d for _ in range(d)]
     for i in range(d // 2):
         angle = m * base ** (-2 * i / d)
@@ -436,7 +443,8 @@ POSITIONS = np.concatenate(
 
 
 def test_float32_tables_within_1e6_at_every_position_up_to_2_20():
-    """Computed in float64 and rounded once, float32 tables stay within 1e-6 of the float64 value up to 2**20."""
+    """Computed in float64 and rounded once, float32 tables stay within 1e-6 of the float64 value up
+    to 2**20."""
     d = 64
     cos, sin = pc.rope_cos_sin(torch.from_numpy(POSITIONS), d)
     ref_cos, ref_sin = numpy_cos_sin(POSITIONS, d)
@@ -447,7 +455,8 @@ def test_float32_tables_within_1e6_at_every_position_up_to_2_20():
 
 def test_all_float32_angles_are_off_by_more_than_1e3_at_131072():
     """The motivation for float64 angles: with positions and inverse frequencies in float32 (Hugging
-    Face's formulation, head_dim 128 as in Llama), cos at position 131072 is wrong by more than 1e-3."""
+    Face's formulation, head_dim 128 as in Llama), cos at position 131072 is wrong by more than
+    1e-3."""
     d, m = 128, 131072
     for base in (10000.0, 500000.0):
         inv32 = np.float32(1.0) / (
@@ -465,9 +474,10 @@ def test_low_precision_tables_are_correctly_rounded(dtype):
     """rope_cos_sin(dtype=bfloat16/float16) is the float64 value rounded once to nearest.
 
     The reference is numpy's float64 cos/sin; its angle m * theta_i is itself off by up to about
-    m * 2**-53 (an ulp of theta), 1.2e-10 at m < 2**20, hence the slack of 4 * 2**20 * 2**-53. Rounding
-    is checked as "no neighbour is closer" rather than against ref.to(dtype), because torch converts
-    float64 to bfloat16/float16 through float32 (two roundings), which is not always nearest.
+    m * 2**-53 (an ulp of theta), 1.2e-10 at m < 2**20, hence the slack of 4 * 2**20 * 2**-53.
+    Rounding is checked as "no neighbour is closer" rather than against ref.to(dtype), because
+    torch converts float64 to bfloat16/float16 through float32 (two roundings), which is not
+    always nearest.
     """
     d = 64
     cos, sin = pc.rope_cos_sin(torch.from_numpy(POSITIONS), d, dtype=dtype)

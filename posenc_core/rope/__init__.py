@@ -1,0 +1,64 @@
+"""Rotary position embedding, RoPE (Su et al. 2021, "RoFormer", Eq. 13-16 and 34).
+
+Query and key vectors are split into head_dim/2 pairs; pair i at position m is rotated by the
+angle m * theta_i with theta_i = base ** (-2i / head_dim):
+``rope(x) = x * cos + rotate_pairs(x) * sin``. Because rotations compose, the score
+<R_m q, R_n k> = <q, R_{n-m} k> depends on the positions only through n - m.
+
+Two layouts say which elements form a pair: ``"half"`` (x[i], x[i + d/2]), Hugging Face's
+``rotate_half``; and ``"interleaved"`` (x[2i], x[2i+1]), RoFormer's, Meta's Llama code's and
+torchtune's. Context-extension ``scaling`` takes the dicts of Hugging Face configs
+(``rope_scaling`` / ``rope_parameters``): ``linear``, ``ntk``, ``dynamic``, ``yarn``,
+``llama3``.
+
+Where each part lives:
+
+* ``formula.py``: the formula (``rope_formula``),
+  :func:`rotate_pairs` and the tables (:func:`rope_angles`, :func:`rope_cos_sin`);
+* ``apply.py``: :func:`apply_rope` and :class:`RotaryEmbedding` (cached tables), the
+  checked entry points that apply it;
+* ``kernels.py``: the fast paths (compiled kernel, eager chunks, bfloat16/float16 correct
+  rounding), each bit-identical to the formula;
+* ``scaling.py``: :class:`RopeScaling`, :func:`parse_scaling` and one inverse-frequency
+  function per ``rope_type``, registered in ``VARIANTS``; :func:`rope_frequencies`;
+* ``layouts.py``: :func:`interleaved_to_half`, :func:`half_to_interleaved`,
+  :func:`permute_qk_weight`.
+
+Precision: frequencies and angles are computed in float64 and rounded once, so tables stay
+within float32 rounding of the exact value at any position up to 2**20 and beyond, and
+bfloat16/float16 requests get the correctly rounded value. (Building positions or angles in
+bf16 makes cos/sin wrong by O(1) past a few thousand positions; in all-fp32 arithmetic the
+error reaches about 1e-2 at position 131072.) Tests: ``tests/core/test_rope.py`` (properties,
+bit-exactness of every path) and ``tests/core/test_rope_reference.py`` (Hugging Face, Meta,
+RoFormer's matrix).
+"""
+
+from .apply import RotaryEmbedding, apply_rope
+from .formula import LAYOUTS, rope_angles, rope_cos_sin, rotate_pairs
+from .layouts import half_to_interleaved, interleaved_to_half, permute_qk_weight
+from .scaling import (
+    ROPE_TYPES,
+    VARIANTS,
+    RopeScaling,
+    parse_scaling,
+    rope_attention_factor,
+    rope_frequencies,
+)
+
+__all__ = [
+    "LAYOUTS",
+    "ROPE_TYPES",
+    "VARIANTS",
+    "RopeScaling",
+    "RotaryEmbedding",
+    "apply_rope",
+    "half_to_interleaved",
+    "interleaved_to_half",
+    "parse_scaling",
+    "permute_qk_weight",
+    "rope_angles",
+    "rope_attention_factor",
+    "rope_cos_sin",
+    "rope_frequencies",
+    "rotate_pairs",
+]

@@ -1,0 +1,420 @@
+"""Context-extension scaling of RoPE's frequencies: one small function per ``rope_type``.
+
+A Hugging Face config's ``rope_scaling`` / ``rope_parameters`` dict is parsed once, by
+:func:`parse_scaling`, into a frozen :class:`RopeScaling`, checked once in its
+``__post_init__``. Each ``rope_type`` is then one pure function from
+``(base, head_dim, scaling, seq_len)`` to the inverse frequencies theta_i, registered with the
+dict keys it reads in the one table ``VARIANTS``, as Hugging Face registers its
+``_compute_*_parameters`` functions in ``ROPE_INIT_FUNCTIONS``
+(``transformers/modeling_rope_utils.py``).
+
+Adding a type is one function and one ``VARIANTS`` entry (plus a :class:`RopeScaling` field
+for a parameter no existing type has); nothing else branches on ``rope_type``.
+
+Every type is checked against ``transformers.modeling_rope_utils`` (and Llama 3.1 against
+Meta's ``apply_scaling``) in ``tests/core/test_rope_reference.py``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields
+from typing import Any, NamedTuple
+
+import torch
+
+from .. import _validation as check
+from ..sinusoidal import frequencies
+
+L0 = "original_max_position_embeddings"
+
+
+@dataclass(frozen=True)
+class RopeScaling:
+    """A parsed, checked context-extension scaling: the ``rope_type`` and its parameters.
+
+    The fields are Hugging Face's key names; a type reads only the ones listed for it in
+    ``VARIANTS``, and every other field must keep its default. Build one with
+    :func:`parse_scaling` from a config dict, or directly, e.g.
+    ``RopeScaling("linear", factor=4.0)``.
+
+    Args:
+        rope_type: one of ``ROPE_TYPES``.
+        factor: context-extension factor s >= 1 (every type but ``default``).
+        original_max_position_embeddings: L0, the context length the model was trained on
+            (``dynamic``, ``yarn``, ``llama3``).
+        beta_fast, beta_slow: YaRN's rotation counts that bound the ramp (defaults 32 and 1;
+            0 or None means the default, as in Hugging Face).
+        truncate: YaRN: round the ramp's ends to whole dimensions (default True).
+        attention_factor: YaRN: the factor cos and sin are multiplied by; None derives it
+            (see :attr:`attention_scaling`).
+        mscale, mscale_all_dim: YaRN (DeepSeek): derive the attention factor as
+            mscale(s, mscale) / mscale(s, mscale_all_dim); 0 or None: not used.
+        low_freq_factor, high_freq_factor: Llama 3.1's wavelength bounds L0 / factor.
+    """
+
+    rope_type: str = "default"
+    factor: float | None = None
+    original_max_position_embeddings: int | None = None
+    beta_fast: float | None = 32.0
+    beta_slow: float | None = 1.0
+    truncate: bool = True
+    attention_factor: float | None = None
+    mscale: float | None = None
+    mscale_all_dim: float | None = None
+    low_freq_factor: float | None = None
+    high_freq_factor: float | None = None
+
+    def __post_init__(self) -> None:
+        check.choice("scaling['rope_type']", self.rope_type, VARIANTS)
+        variant = VARIANTS[self.rope_type]
+        uses = variant.required + variant.optional
+        for field in fields(self)[1:]:
+            value = getattr(self, field.name)
+            if field.name not in uses and value != field.default:
+                raise ValueError(
+                    f"scaling of rope_type {self.rope_type!r} does not use {field.name}, got "
+                    f"{field.name}={value!r}; it uses {', '.join(uses) or 'no parameters'}"
+                )
+            if field.name in variant.required and value is None:
+                raise ValueError(
+                    f"scaling of rope_type {self.rope_type!r} needs {field.name}, got None"
+                )
+
+        def put(name: str, value: Any) -> None:  # frozen: normalise through object.__setattr__
+            object.__setattr__(self, name, value)
+
+        if self.factor is not None:
+            put("factor", check.factor_value("scaling['factor']", self.factor))
+        if self.original_max_position_embeddings is not None:
+            put(L0, check.positive_int(f"scaling['{L0}']", self.original_max_position_embeddings))
+        beta_fast = check.real_number("scaling['beta_fast']", self.beta_fast or 32.0)
+        beta_slow = check.real_number("scaling['beta_slow']", self.beta_slow or 1.0)
+        if not beta_fast > beta_slow > 0:
+            raise ValueError(
+                f"scaling needs beta_fast > beta_slow > 0, got beta_fast={beta_fast}, "
+                f"beta_slow={beta_slow}"
+            )
+        put("beta_fast", beta_fast)
+        put("beta_slow", beta_slow)
+        put("truncate", check.boolean("scaling['truncate']", self.truncate))
+        for name in ("mscale", "mscale_all_dim"):
+            value = getattr(self, name)
+            if value is not None and check.real_number(f"scaling['{name}']", value) < 0:
+                raise ValueError(
+                    f"scaling['{name}'] must be >= 0 (0 or absent: not used), got {value}"
+                )
+        if self.attention_factor is not None:
+            value = check.real_number("scaling['attention_factor']", self.attention_factor)
+            if value <= 0:
+                raise ValueError(
+                    "scaling['attention_factor'] must be > 0 (it multiplies cos and sin), "
+                    f"got {self.attention_factor}"
+                )
+            put("attention_factor", value)
+        if self.low_freq_factor is not None or self.high_freq_factor is not None:
+            low = check.real_number("scaling['low_freq_factor']", self.low_freq_factor)
+            high = check.real_number("scaling['high_freq_factor']", self.high_freq_factor)
+            if not high > low > 0:
+                raise ValueError(
+                    "scaling needs high_freq_factor > low_freq_factor > 0, "
+                    f"got low={low}, high={high}"
+                )
+            put("low_freq_factor", low)
+            put("high_freq_factor", high)
+
+    @property
+    def attention_scaling(self) -> float:
+        """The factor cos and sin are multiplied by (Hugging Face's ``attention_scaling``), so
+        scores scale by its square: ``attention_factor`` if given, else the type's default
+        (YaRN: 0.1 ln(s) + 1, Peng et al. 2023, Eq. 22; every other type: 1)."""
+        if self.attention_factor is not None:
+            return self.attention_factor
+        default = VARIANTS[self.rope_type].attention_scaling
+        return 1.0 if default is None else default(self)
+
+    @property
+    def depends_on_seq_len(self) -> bool:
+        """Whether the frequencies change with the sequence length (then never cached)."""
+        return VARIANTS[self.rope_type].depends_on_seq_len
+
+    def to_dict(self) -> dict[str, Any]:
+        """The Hugging Face-style dict of this scaling: rope_type and the parameters it gives."""
+        variant = VARIANTS[self.rope_type]
+        keys = variant.required + variant.optional
+        given = {key: getattr(self, key) for key in keys if getattr(self, key) is not None}
+        return {"rope_type": self.rope_type, **given}
+
+    def __repr__(self) -> str:
+        return "RopeScaling(" + ", ".join(f"{k}={v!r}" for k, v in self.to_dict().items()) + ")"
+
+
+# --------------------------------------------------------------------------- one function per type
+# Each maps (base, head_dim, scaling, seq_len) to float64 theta_i of shape (head_dim // 2,). They
+# trust their arguments: rope_frequencies and RotaryEmbedding check them first.
+
+
+def default_inv_freq(
+    base: float, head_dim: int, scaling: RopeScaling, seq_len: int | None
+) -> torch.Tensor:
+    """theta_i = base**(-2i/d) (Su et al. 2021, Eq. 15; the sinusoidal frequencies of Vaswani
+    et al. 2017, Sec. 3.5): :func:`posenc_core.sinusoidal.frequencies`. Hugging Face:
+    ``_compute_default_rope_parameters``."""
+    return frequencies(head_dim, base=base)
+
+
+def linear_inv_freq(
+    base: float, head_dim: int, scaling: RopeScaling, seq_len: int | None
+) -> torch.Tensor:
+    """theta_i / s: position interpolation (Chen et al. 2023, "Extending context window of
+    large language models via positional interpolation", Eq. 4). Hugging Face:
+    ``_compute_linear_scaling_rope_parameters``."""
+    return frequencies(head_dim, base=base) / scaling.factor
+
+
+def _ntk_base(base: float, head_dim: int, ratio: float, rope_type: str) -> float:
+    """base * ratio**(d/(d-2)): the base for which the lowest frequency is divided by ratio
+    while theta_0 = 1 stays (NTK-aware scaling, "bloc97" 2023)."""
+    if head_dim == 2:
+        raise ValueError(
+            f"head_dim must be > 2 for {rope_type} scaling (the exponent is d/(d-2)), got 2"
+        )
+    return base * ratio ** (head_dim / (head_dim - 2))
+
+
+def ntk_inv_freq(
+    base: float, head_dim: int, scaling: RopeScaling, seq_len: int | None
+) -> torch.Tensor:
+    """theta_i with base replaced by base * s**(d/(d-2)): NTK-aware scaling ("bloc97", 2023,
+    reddit.com/r/LocalLLaMA "NTK-Aware Scaled RoPE"); interpolates the slow dimensions and
+    keeps the fast ones. Hugging Face's ``dynamic`` type applies it at the current length."""
+    return frequencies(head_dim, base=_ntk_base(base, head_dim, scaling.factor, "ntk"))
+
+
+def dynamic_inv_freq(
+    base: float, head_dim: int, scaling: RopeScaling, seq_len: int | None
+) -> torch.Tensor:
+    """NTK-aware scaling with ratio s * L / L0 - (s - 1), L = max(seq_len, L0) (no change up to
+    L0; seq_len None means L0): dynamic NTK, Hugging Face's
+    ``_compute_dynamic_ntk_parameters``."""
+    l0, s = scaling.original_max_position_embeddings, scaling.factor
+    length = l0 if seq_len is None else max(seq_len, l0)
+    return frequencies(
+        head_dim, base=_ntk_base(base, head_dim, s * length / l0 - (s - 1), "dynamic")
+    )
+
+
+def yarn_inv_freq(
+    base: float, head_dim: int, scaling: RopeScaling, seq_len: int | None
+) -> torch.Tensor:
+    """Per frequency a blend of theta_i (extrapolate) and theta_i / s (interpolate), with a
+    linear ramp between the dimensions that make beta_fast and beta_slow turns over L0
+    (Peng et al. 2023, "YaRN", Eq. 18-20). Hugging Face: ``_compute_yarn_parameters``."""
+    d, l0, factor = head_dim, scaling.original_max_position_embeddings, scaling.factor
+    inv_freq = frequencies(d, base=base)  # (d/2,)
+
+    def correction_dim(n_rotations: float) -> float:
+        # the (fractional) dimension index whose wavelength makes n_rotations turns over l0
+        return d * math.log(l0 / (n_rotations * 2 * math.pi)) / (2 * math.log(base))
+
+    low, high = correction_dim(scaling.beta_fast), correction_dim(scaling.beta_slow)
+    if scaling.truncate:
+        low, high = math.floor(low), math.ceil(high)
+    low, high = max(low, 0), min(high, d - 1)
+    if low == high:
+        high += 0.001  # avoid a zero-width ramp
+    ramp = ((torch.arange(d // 2, dtype=torch.float64) - low) / (high - low)).clamp(0, 1)
+    keep = 1 - ramp  # 1: extrapolate (keep theta_i), 0: interpolate (theta_i / factor)
+    return inv_freq / factor * (1 - keep) + inv_freq * keep
+
+
+def _yarn_mscale(factor: float, mscale: float = 1.0) -> float:
+    """YaRN's attention temperature sqrt(1/t) = 0.1 * ln(s) + 1 (Peng et al. 2023, Eq. 22)."""
+    return 1.0 if factor <= 1 else 0.1 * mscale * math.log(factor) + 1.0
+
+
+def yarn_attention_scaling(scaling: RopeScaling) -> float:
+    """YaRN's default attention factor: mscale(s) = 0.1 ln(s) + 1 (Peng et al. 2023, Eq. 22),
+    or mscale(s, mscale) / mscale(s, mscale_all_dim) when both are given (DeepSeek-V2), as
+    Hugging Face's ``_compute_yarn_parameters``. At least 1, since mscale >= 0 and s >= 1."""
+    if scaling.mscale and scaling.mscale_all_dim:
+        return _yarn_mscale(scaling.factor, scaling.mscale) / _yarn_mscale(
+            scaling.factor, scaling.mscale_all_dim
+        )
+    return _yarn_mscale(scaling.factor)
+
+
+def llama3_inv_freq(
+    base: float, head_dim: int, scaling: RopeScaling, seq_len: int | None
+) -> torch.Tensor:
+    """Wavelengths below L0 / high_freq_factor kept, above L0 / low_freq_factor divided by s,
+    smoothly interpolated between: Llama 3.1's ``apply_scaling`` (meta-llama/llama-models,
+    models/llama3/reference_impl/model.py). Hugging Face: ``_compute_llama3_parameters``."""
+    inv_freq = frequencies(head_dim, base=base)  # (d/2,)
+    l0, factor = scaling.original_max_position_embeddings, scaling.factor
+    low_freq_factor, high_freq_factor = scaling.low_freq_factor, scaling.high_freq_factor
+    low_wavelen = l0 / low_freq_factor
+    high_wavelen = l0 / high_freq_factor
+    wavelen = 2 * math.pi / inv_freq
+    smooth = (l0 / wavelen - low_freq_factor) / (high_freq_factor - low_freq_factor)
+    smoothed = (1 - smooth) * inv_freq / factor + smooth * inv_freq
+    return torch.where(
+        wavelen < high_wavelen,
+        inv_freq,
+        torch.where(wavelen > low_wavelen, inv_freq / factor, smoothed),
+    )
+
+
+# --------------------------------------------------------------------------- the table
+
+
+class Variant(NamedTuple):
+    """One ``rope_type``: its inverse frequencies and the dict keys it reads."""
+
+    inv_freq: Callable[[float, int, RopeScaling, int | None], torch.Tensor]
+    required: tuple[str, ...] = ()  # keys its dict must give
+    optional: tuple[str, ...] = ()  # keys it may give (RopeScaling's defaults otherwise)
+    attention_scaling: Callable[[RopeScaling], float] | None = None  # None: 1
+    depends_on_seq_len: bool = False  # recomputed from the sequence length on every call
+
+
+_YARN_OPTIONAL = (
+    "beta_fast",
+    "beta_slow",
+    "truncate",
+    "attention_factor",
+    "mscale",
+    "mscale_all_dim",
+)
+VARIANTS: dict[str, Variant] = {
+    "default": Variant(default_inv_freq),
+    "linear": Variant(linear_inv_freq, ("factor",)),
+    "ntk": Variant(ntk_inv_freq, ("factor",)),
+    "dynamic": Variant(dynamic_inv_freq, ("factor", L0), depends_on_seq_len=True),
+    "yarn": Variant(yarn_inv_freq, ("factor", L0), _YARN_OPTIONAL, yarn_attention_scaling),
+    "llama3": Variant(llama3_inv_freq, ("factor", L0, "low_freq_factor", "high_freq_factor")),
+}
+ROPE_TYPES = tuple(VARIANTS)
+
+
+# --------------------------------------------------------------------------- entry points
+
+
+def parse_scaling(
+    scaling: RopeScaling | Mapping[str, Any] | None, *, base: float = 10000.0
+) -> RopeScaling:
+    """Parse a Hugging Face scaling dict once into a checked :class:`RopeScaling`.
+
+    Accepts Hugging Face's key names: ``rope_type`` or the legacy ``type`` (``"su"`` and
+    ``"longrope"`` are not supported) and the keys ``VARIANTS`` lists for that type; other
+    keys are ignored, as the type does not use them. A ``rope_theta`` entry must agree with
+    ``base``, and a ``partial_rotary_factor`` must be 1. Checked against
+    ``transformers.modeling_rope_utils`` (``tests/core/test_rope_reference.py``).
+
+    Args:
+        scaling: None (no scaling), a :class:`RopeScaling` (returned as it is) or a mapping as
+            found in a Hugging Face config's ``rope_scaling`` / ``rope_parameters``.
+        base: rope_theta of the model, for the ``rope_theta`` consistency check.
+
+    Returns:
+        a :class:`RopeScaling`.
+    """
+    if scaling is None:
+        return RopeScaling()
+    if isinstance(scaling, RopeScaling):
+        return scaling
+    if not isinstance(scaling, Mapping):
+        raise TypeError(
+            "scaling must be None, a RopeScaling or a dict like a Hugging Face rope_scaling, "
+            f"got {type(scaling).__name__}"
+        )
+    rope_type = scaling.get("rope_type", scaling.get("type", "default"))
+    check.choice("scaling['rope_type']", rope_type, VARIANTS)
+    if "rope_theta" in scaling:
+        theta = check.base_value("scaling['rope_theta']", scaling["rope_theta"])
+        if theta != base:
+            raise ValueError(
+                f"scaling['rope_theta']={theta:g} disagrees with base={base:g}; pass base={theta:g}"
+            )
+    prf = scaling.get("partial_rotary_factor")
+    if prf is not None and check.real_number("scaling['partial_rotary_factor']", prf) != 1.0:
+        raise ValueError(
+            "scaling['partial_rotary_factor'] must be 1.0 (partial rotary is not supported), "
+            f"got {prf}"
+        )
+    variant = VARIANTS[rope_type]
+    for key in variant.required:
+        if scaling.get(key) is None:
+            raise ValueError(
+                f"scaling of rope_type {rope_type!r} needs the key {key!r}; "
+                f"got keys {sorted(scaling)}"
+            )
+    given = {key: scaling[key] for key in variant.required + variant.optional if key in scaling}
+    return RopeScaling(rope_type, **given)
+
+
+def _base_of(scaling: RopeScaling | Mapping[str, Any] | None) -> float:
+    if isinstance(scaling, Mapping) and "rope_theta" in scaling:
+        return check.base_value("scaling['rope_theta']", scaling["rope_theta"])
+    return 10000.0
+
+
+def rope_attention_factor(scaling: RopeScaling | Mapping[str, Any] | None) -> float:
+    """The factor by which a scaling method multiplies cos and sin (so scores scale by its square).
+
+    Args:
+        scaling: None, a :class:`RopeScaling` or a scaling dict (see :func:`parse_scaling`).
+
+    Returns:
+        1.0 for every method except YaRN, where it is ``0.1 * ln(factor) + 1`` unless the
+        dictionary gives ``attention_factor`` (or ``mscale`` / ``mscale_all_dim``):
+        :attr:`RopeScaling.attention_scaling`.
+    """
+    return float(parse_scaling(scaling, base=_base_of(scaling)).attention_scaling)
+
+
+def _inv_freq(
+    base: float, head_dim: int, scaling: RopeScaling, seq_len: int | None
+) -> torch.Tensor:
+    """theta_i for checked arguments: the function ``VARIANTS`` holds for the type."""
+    return VARIANTS[scaling.rope_type].inv_freq(base, head_dim, scaling, seq_len)
+
+
+def rope_frequencies(
+    head_dim: int,
+    *,
+    base: float = 10000.0,
+    scaling: RopeScaling | Mapping[str, Any] | None = None,
+    seq_len: int | None = None,
+) -> torch.Tensor:
+    """Inverse frequencies theta_i, i = 0 .. head_dim/2 - 1, after optional scaling.
+
+    Default: theta_i = base**(-2i/head_dim), exactly :func:`posenc_core.sinusoidal.frequencies`
+    (the same float64 values). With ``scaling``, the function ``VARIANTS`` holds for its
+    ``rope_type`` (each docstring names its source):
+
+    * ``linear``: theta_i / factor (position interpolation, Chen et al. 2023).
+    * ``ntk``: base replaced by base * factor**(d/(d-2)) (NTK-aware scaling).
+    * ``dynamic``: base replaced by base * (factor*L/L0 - (factor-1))**(d/(d-2)) with
+      L = max(seq_len, L0), L0 = original_max_position_embeddings (Hugging Face's dynamic NTK).
+    * ``yarn``: per-frequency blend of theta_i and theta_i/factor with a linear ramp between
+      the dims that make beta_fast and beta_slow rotations over L0 (Peng et al. 2023, Eq. 18-20).
+    * ``llama3``: wavelengths shorter than L0/high_freq_factor kept, longer than
+      L0/low_freq_factor divided by factor, smoothly interpolated between (Llama 3.1).
+
+    Args:
+        head_dim: per-head width, positive and even.
+        base: rope_theta, finite and > 1.
+        scaling: None, a :class:`RopeScaling` or a dict (see :func:`parse_scaling`).
+        seq_len: current sequence length, used only by ``dynamic`` (default: L0, no change).
+
+    Returns:
+        float64 tensor of shape ``(head_dim // 2,)``.
+    """
+    head_dim = check.even_int("head_dim", head_dim)
+    base = check.base_value("base", base)
+    scaling = parse_scaling(scaling, base=base)
+    if seq_len is not None:
+        seq_len = check.positive_int("seq_len", seq_len)
+    return _inv_freq(base, head_dim, scaling, seq_len)

@@ -1,9 +1,19 @@
 """posenc_core: the positional-encoding implementations behind the book.
 
-Numerical modules (this namespace) import only torch and numpy (and the standard library);
-figures (``posenc_core.viz``), notebook helpers (``posenc_core.notebook``) and widgets live in
-separate modules that import these, never the reverse. ``posenc_core.exercises`` holds the
-checkers the chapters' exercises call.
+Two layers, one folder each:
+
+* the numerical core, ``posenc_core/`` (``sinusoidal``, ``rotation``, ``learned``, ``alibi``,
+  ``attention``, ``rope``, ``analysis`` and the private ``_validation``, ``_numerics``,
+  ``_format``). It imports only torch, numpy and the standard library, never matplotlib,
+  ipywidgets, IPython or anything in ``posenc_core.book``, so ``import posenc_core`` stays
+  light (``tests/core/test_package.py`` checks both in a fresh process and by reading the
+  source).
+* the book layer, ``posenc_core.book`` (``viz`` figures, ``widgets``, ``checkpoints``,
+  ``study``, ``exercises``, ``notebook``): it imports the core, never the reverse, and is
+  not imported here.
+
+This namespace holds the 30 names below; everything else stays importable from its module
+(``posenc_core.rope.rope_angles``, ``posenc_core.analysis.similarity_by_offset``, ...).
 """
 
 from ._numerics import warm_up_trigonometry as _warm_up_trigonometry
@@ -14,24 +24,18 @@ from .analysis import (
     first_rise,
     largest_reversal,
     nearest_neighbour_margin,
-    neighbour_distance,
     rope_decay_bound,
     rope_score_vs_distance,
     score_decomposition,
-    similarity_by_offset,
     sinusoidal_similarity,
 )
 from .attention import MultiHeadSelfAttention, attention, self_attention
 from .learned import LearnedPositionalEmbedding
 from .rope import (
+    RopeScaling,
     RotaryEmbedding,
     apply_rope,
-    half_to_interleaved,
-    interleaved_to_half,
-    parse_scaling,
     permute_qk_weight,
-    rope_angles,
-    rope_attention_factor,
     rope_cos_sin,
     rope_frequencies,
     rotate_pairs,
@@ -50,40 +54,39 @@ __version__ = "0.1.0"
 _warm_up_trigonometry()  # the first parallel sin/cos call can be inexact: see its docstring
 
 __all__ = [
-    "LearnedPositionalEmbedding",
-    "MultiHeadSelfAttention",
-    "RotaryEmbedding",
+    # sinusoidal (Vaswani et al. 2017, Sec. 3.5) and its rotations
     "SinusoidalPositionalEncoding",
+    "frequencies",
+    "sinusoidal_encoding",
+    "sinusoidal_table",
+    "wavelengths",
+    "rotation_matrix",
+    "shift_matrix",
+    # learned (BERT, GPT-2)
+    "LearnedPositionalEmbedding",
+    # attention and ALiBi (Press et al. 2022)
+    "MultiHeadSelfAttention",
+    "attention",
+    "self_attention",
     "alibi_bias",
     "alibi_key_bias",
     "alibi_slopes",
+    # RoPE (Su et al. 2021)
+    "RotaryEmbedding",
+    "RopeScaling",
     "apply_rope",
-    "attention",
+    "rope_cos_sin",
+    "rope_frequencies",
+    "rotate_pairs",
+    "permute_qk_weight",
+    # measurements the chapters make
     "cosine_similarity_matrix",
     "count_pairs",
     "first_rise",
     "largest_reversal",
-    "frequencies",
-    "half_to_interleaved",
-    "interleaved_to_half",
     "nearest_neighbour_margin",
-    "neighbour_distance",
-    "parse_scaling",
-    "permute_qk_weight",
-    "rope_angles",
-    "rope_attention_factor",
-    "rope_cos_sin",
     "rope_decay_bound",
-    "rope_frequencies",
     "rope_score_vs_distance",
-    "rotate_pairs",
-    "rotation_matrix",
     "score_decomposition",
-    "self_attention",
-    "shift_matrix",
-    "similarity_by_offset",
-    "sinusoidal_encoding",
     "sinusoidal_similarity",
-    "sinusoidal_table",
-    "wavelengths",
 ]

@@ -16,7 +16,7 @@ def warm_up_trigonometry() -> None:
     worker thread, in about one process in four; every later call is exact. A 1-element call
     first (always single-threaded) avoids it. ``import posenc_core`` runs this, so tables and
     angles are as accurate on the first call as on every other
-    (``tests/test_sinusoidal.py`` checks it in fresh processes).
+    (``tests/core/test_sinusoidal.py`` checks it in fresh processes).
     """
     for dtype in (torch.float32, torch.float64):
         x = torch.tensor([0.0, 1.0, 1e3, 1e6], dtype=dtype)  # small and large arguments

@@ -1,8 +1,11 @@
-"""Argument checks shared by every public function.
+"""Argument checks shared by every public function (imported as ``check``).
 
-Each check raises ``TypeError`` (wrong kind of object) or ``ValueError`` (right kind,
-wrong value) with a message that names the argument, the value received and what is
-allowed, so that a mistake surfaces at the call site rather than deep inside torch.
+Validate once: a public entry point checks each of its arguments with one of these, always
+called as ``check.<kind>(name, value, ...)``, and the internal helpers it calls trust it.
+Each check returns the value (converted where that is its job, e.g. an integer to ``int``)
+or raises ``TypeError`` (wrong kind of object) or ``ValueError`` (right kind, wrong value)
+with a message that names the argument, the value received and what is allowed, so that a
+mistake surfaces at the call site rather than deep inside torch.
 """
 
 from __future__ import annotations
@@ -62,7 +65,8 @@ def base_value(name: str, value: object) -> float:
     value = real_number(name, value)
     if value <= 1.0:
         raise ValueError(
-            f"{name} must be a finite number greater than 1 (frequencies are base**(-2i/d)), got {value}"
+            f"{name} must be a finite number greater than 1, got {value} "
+            f"(frequencies are base**(-2i/d))"
         )
     return value
 
@@ -77,25 +81,79 @@ def factor_value(name: str, value: object) -> float:
     return value
 
 
-def choice(name: str, value: object, allowed: Iterable[str]) -> str:
-    """Return ``value`` if it is one of ``allowed``."""
+def choice(name: str, value: object, allowed: Iterable[str | float]) -> str | float:
+    """Return the option of ``allowed`` that ``value`` equals.
+
+    Options are strings (matched by a string equal to them) or real numbers (matched by an
+    equal real number, not a bool: ``500000.0`` matches ``500000``, which is returned).
+    """
     allowed = tuple(allowed)
-    if not isinstance(value, str) or value not in allowed:
+    for option in allowed:
+        if isinstance(option, str):
+            if isinstance(value, str) and value == option:
+                return option
+        elif _is_real(value) and value == option:
+            return option
+    raise ValueError(f"{name} must be one of {', '.join(repr(a) for a in allowed)}; got {value!r}")
+
+
+LAYOUTS = ("half", "interleaved")
+"""The two pair layouts, for RoPE and the sinusoidal table alike: ``"half"`` pairs dims
+(j, j + d/2) (Hugging Face's ``rotate_half``; for the table, all sines then all cosines),
+``"interleaved"`` pairs dims (2i, 2i + 1) (RoFormer, Meta's Llama; the paper's table)."""
+
+
+def layout(name: str, value: object) -> str:
+    """Return ``value`` if it is one of :data:`LAYOUTS`.
+
+    ``"concat"``, the sinusoidal table's old name for all sines then all cosines, is refused
+    with a message that gives its new name, ``"half"``: one vocabulary, not two aliases.
+    """
+    if isinstance(value, str) and value == "concat":
         raise ValueError(
-            f"{name} must be one of {', '.join(repr(a) for a in allowed)}; got {value!r}"
+            f"{name} 'concat' is now called 'half' (all sines, then all cosines: dims j and "
+            f"j + d/2 form a pair, as in RoPE's half layout); pass {name}='half'. {name} must "
+            f"be one of {', '.join(repr(a) for a in LAYOUTS)}"
         )
-    return value
+    return choice(name, value, LAYOUTS)
+
+
+def int_in_range(name: str, value: object, lo: int, hi: int | None = None) -> int:
+    """Return ``value`` as an int, requiring an integer with ``lo <= value`` (``<= hi`` too,
+    unless ``hi`` is None)."""
+    allowed = f"an integer >= {lo}" if hi is None else f"an integer in {lo}..{hi}"
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be {allowed}, got {type(value).__name__} {value!r}")
+    if value < lo or (hi is not None and value > hi):
+        raise ValueError(f"{name} must be {allowed}, got {value}")
+    return int(value)
+
+
+def real_in_range(name: str, value: object, lo: float, hi: float, *, rel_tol: float = 0.0) -> float:
+    """Return ``value`` as a float in ``[lo, hi]``, for positive bounds ``0 < lo <= hi``.
+
+    A value outside by at most a relative ``rel_tol`` (the rounding of a slider's ``b**x``,
+    say) is accepted and clipped to the bound.
+    """
+    allowed = f"a real number in [{lo:g}, {hi:g}]"
+    if not _is_real(value):
+        raise TypeError(f"{name} must be {allowed}, got {type(value).__name__} {value!r}")
+    value = float(value)
+    if not (math.isfinite(value) and lo * (1 - rel_tol) <= value <= hi * (1 + rel_tol)):
+        raise ValueError(f"{name} must be {allowed}, got {value!r}")
+    return min(max(value, lo), hi)
+
+
+def _is_real(value: object) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
 def boolean(name: str, value: object) -> bool:
     """Return ``value`` if it is a bool (``numpy.bool_`` too): not 0/1, not a string."""
     if isinstance(value, bool):
         return value
-    if type(value).__module__ == "numpy" and type(value).__name__ in (
-        "bool",
-        "bool_",
-    ):  # numpy.bool_
-        return bool(value)
+    if type(value).__module__ == "numpy" and type(value).__name__ in ("bool", "bool_"):
+        return bool(value)  # numpy.bool_
     raise TypeError(f"{name} must be True or False, got {type(value).__name__} {value!r}")
 
 
@@ -105,7 +163,8 @@ def device_value(name: str, value: object) -> torch.device | None:
         return value
     if not isinstance(value, (str, int)) or isinstance(value, bool):
         raise TypeError(
-            f"{name} must be a torch.device, a string such as 'cpu' or 'cuda:0', or None; got {type(value).__name__} {value!r}"
+            f"{name} must be a torch.device, a string such as 'cpu' or 'cuda:0', or None; "
+            f"got {type(value).__name__} {value!r}"
         )
     try:
         return torch.device(value)
@@ -121,7 +180,8 @@ def float_dtype(name: str, value: object) -> torch.dtype:
         raise TypeError(f"{name} must be a torch.dtype, got {type(value).__name__} {value!r}")
     if value not in _FLOAT_DTYPES:
         raise TypeError(
-            f"{name} must be a real floating-point dtype (float16, bfloat16, float32, float64), got {value}"
+            f"{name} must be a real floating-point dtype (float16, bfloat16, float32, float64), "
+            f"got {value}"
         )
     return value
 
@@ -168,9 +228,7 @@ def as_positions(name: str, positions: object, device: torch.device | None = Non
     else:
         try:
             out = torch.as_tensor(positions, device=device)
-            if (
-                out.is_floating_point()
-            ):  # Python floats: keep all 53 bits, not torch's default float32
+            if out.is_floating_point():  # Python floats: keep all 53 bits, not torch's float32
                 out = torch.as_tensor(positions, dtype=torch.float64, device=device)
         except (TypeError, ValueError, RuntimeError) as err:
             raise TypeError(

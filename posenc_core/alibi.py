@@ -3,7 +3,8 @@
 Head h adds ``-m_h * (i - j)`` to the score of query i and key j. The slopes m_h are the
 geometric sequence 2**(-8/n), 2**(-16/n), ..., 2**(-8) for n heads when n is a power of
 two; otherwise the slopes of the nearest lower power of two c, followed by every other
-slope of 2c (the reference ``get_slopes`` in the authors' repository, ofirpress/attention_with_linear_biases).
+slope of 2c (the reference ``get_slopes`` in the authors' repository,
+ofirpress/attention_with_linear_biases).
 
 Notation for tensor shapes: h = heads, q = query length, k = key length.
 """
@@ -28,7 +29,7 @@ def alibi_slopes(
 ) -> torch.Tensor:
     """Per-head slopes m_h, equal to the reference ``get_slopes(n_heads)`` for any head count.
 
-    Checked in ``tests/test_alibi.py`` against an independent transcription of the reference
+    Checked in ``tests/core/test_alibi.py`` against an independent transcription of the reference
     ``get_slopes`` (Press et al. 2022, Sec. 3, and ofirpress/attention_with_linear_biases).
 
     Args:
@@ -46,12 +47,16 @@ def alibi_slopes(
     n_heads = check.positive_int("n_heads", n_heads)
     dtype = check.float_dtype("dtype", dtype)
     device = check.device_value("device", device)
+    return round_once(_slopes(n_heads), dtype).to(device=device)
+
+
+def _slopes(n_heads: int) -> torch.Tensor:
+    """:func:`alibi_slopes` in float64 on the CPU, for a checked ``n_heads`` -> ``(h,)``."""
     closest = 2 ** int(math.floor(math.log2(n_heads)))
     exponents = _power_of_two_exponents(closest)
     if closest != n_heads:
         exponents += _power_of_two_exponents(2 * closest)[0::2][: n_heads - closest]
-    slopes = torch.exp2(torch.tensor(exponents, dtype=torch.float64))  # (h,)
-    return round_once(slopes, dtype).to(device=device)
+    return torch.exp2(torch.tensor(exponents, dtype=torch.float64))  # (h,)
 
 
 def alibi_bias(
@@ -68,7 +73,7 @@ def alibi_bias(
     Queries are taken to be the last ``q_len`` of the ``k_len`` positions (so ``q_len < k_len``
     covers decoding with a KV cache): query row r sits at absolute position
     ``i = r + k_len - q_len``, and key column j at position j. Checked in
-    ``tests/test_alibi.py`` against the formula with independently transcribed slopes.
+    ``tests/core/test_alibi.py`` against the formula with independently transcribed slopes.
 
     Args:
         n_heads: number of heads, a positive integer.
@@ -89,12 +94,25 @@ def alibi_bias(
     k_len = check.positive_int("k_len", k_len)
     if q_len > k_len:
         raise ValueError(
-            f"q_len must be <= k_len (queries are the last q_len keys), got q_len={q_len}, k_len={k_len}"
+            f"q_len must be <= k_len (queries are the last q_len keys), got q_len={q_len}, "
+            f"k_len={k_len}"
         )
     causal = check.boolean("causal", causal)
     dtype = check.float_dtype("dtype", dtype)
     device = check.device_value("device", device)
-    slopes = alibi_slopes(n_heads, dtype=torch.float64, device=device)  # (h,)
+    return _alibi_bias(n_heads, q_len, k_len, causal, dtype, device)
+
+
+def _alibi_bias(
+    n_heads: int,
+    q_len: int,
+    k_len: int,
+    causal: bool,
+    dtype: torch.dtype,
+    device: torch.device | None,
+) -> torch.Tensor:
+    """:func:`alibi_bias` for checked arguments -> ``(h, q, k)``."""
+    slopes = _slopes(n_heads).to(device=device)  # (h,), float64
     i = torch.arange(k_len - q_len, k_len, dtype=torch.float64, device=device)  # (q,)
     j = torch.arange(k_len, dtype=torch.float64, device=device)  # (k,)
     distance = i[:, None] - j[None, :]  # (q, k), i - j
@@ -119,7 +137,7 @@ def alibi_key_bias(
     along each softmax row, so both give the same attention weights. Without a causal mask
     they do not (chapter 7 shows the difference). This is the form of the ALiBi reference
     code (ofirpress/attention_with_linear_biases, ``slopes * arange(k_len)``), checked in
-    ``tests/test_alibi.py`` against softmax rows of :func:`alibi_bias`.
+    ``tests/core/test_alibi.py`` against softmax rows of :func:`alibi_bias`.
 
     Args:
         n_heads: number of heads, a positive integer.
@@ -135,6 +153,6 @@ def alibi_key_bias(
     k_len = check.positive_int("k_len", k_len)
     dtype = check.float_dtype("dtype", dtype)
     device = check.device_value("device", device)
-    slopes = alibi_slopes(n_heads, dtype=torch.float64, device=device)  # (h,)
+    slopes = _slopes(n_heads).to(device=device)  # (h,), float64
     j = torch.arange(k_len, dtype=torch.float64, device=device)  # (k,)
     return round_once(slopes[:, None, None] * j[None, None, :], dtype)  # (h, 1, k)

@@ -18,13 +18,13 @@ import torch
 
 from . import _validation as check
 from .rope import rope_angles
-from .sinusoidal import frequencies
+from .sinusoidal import _frequencies, frequencies
 
 
 def cosine_similarity_matrix(table: torch.Tensor) -> torch.Tensor:
     """Cosine similarity between every pair of rows, ``u_p . u_q / (|u_p| |u_q|)``.
 
-    Checked in ``tests/test_analysis.py`` against the closed form ``mean_i cos(omega_i k)``
+    Checked in ``tests/core/test_analysis.py`` against the closed form ``mean_i cos(omega_i k)``
     for a sinusoidal table (Vaswani et al. 2017, Sec. 3.5).
 
     Args:
@@ -33,21 +33,18 @@ def cosine_similarity_matrix(table: torch.Tensor) -> torch.Tensor:
     Returns:
         float64 tensor ``(n, n)`` with ones on the diagonal.
     """
-    _check_table(table)
-    t = table.detach().to(torch.float64)
-    norms = t.norm(dim=-1, keepdim=True)  # (n, 1)
-    zero = torch.nonzero(norms[:, 0] == 0)
-    if zero.numel():
-        raise ValueError(
-            f"table must not have a row of zeros (its cosine similarity is undefined), but row "
-            f"{int(zero[0, 0])} of table with shape {tuple(table.shape)} is all zeros"
-        )
-    u = t / norms
+    return _cosine_similarity(_check_table(table))
+
+
+def _cosine_similarity(t: torch.Tensor) -> torch.Tensor:
+    """:func:`cosine_similarity_matrix` of a checked float64 table ``(n, d)`` -> ``(n, n)``."""
+    u = t / t.norm(dim=-1, keepdim=True)  # (n, d), unit rows
     return u @ u.T
 
 
-def _check_table(table: torch.Tensor, min_rows: int = 0) -> None:
-    """A finite floating ``(n, d)`` table with d >= 1 and n >= min_rows."""
+def _check_table(table: torch.Tensor, min_rows: int = 0) -> torch.Tensor:
+    """A finite floating ``(n, d)`` table with d >= 1, n >= min_rows and no row of zeros,
+    returned detached as float64."""
     check.tensor("table", table, min_dim=2, floating=True)
     if table.dim() != 2 or table.shape[1] < 1 or table.shape[0] < min_rows:
         rows = f"n >= {min_rows} and " if min_rows else ""
@@ -55,6 +52,14 @@ def _check_table(table: torch.Tensor, min_rows: int = 0) -> None:
             f"table must have shape (n, d) with {rows}d >= 1, got shape {tuple(table.shape)}"
         )
     check.finite("table", table)
+    t = table.detach().to(torch.float64)
+    zero = torch.nonzero(t.norm(dim=-1) == 0)
+    if zero.numel():
+        raise ValueError(
+            f"table must not have a row of zeros (its cosine similarity is undefined), but row "
+            f"{int(zero[0, 0])} of table with shape {tuple(table.shape)} is all zeros"
+        )
+    return t
 
 
 def _check_curve(curve: torch.Tensor) -> torch.Tensor:
@@ -66,7 +71,8 @@ def _check_curve(curve: torch.Tensor) -> torch.Tensor:
         )
     if curve.dim() != 1:
         raise ValueError(
-            f"curve must be 1-D (one value per offset k = 0, 1, ...), got shape {tuple(curve.shape)}"
+            "curve must be 1-D (one value per offset k = 0, 1, ...), got shape "
+            f"{tuple(curve.shape)}"
         )
     check.finite("curve", curve)
     return curve.detach().to(torch.float64)
@@ -85,12 +91,12 @@ def similarity_by_offset(table: torch.Tensor, max_offset: int | None = None) -> 
     Returns:
         float64 tensor ``(max_offset + 1,)``.
     """
-    _check_table(table, min_rows=1)
-    sim = cosine_similarity_matrix(table)  # (n, n)
-    n = sim.shape[0]
+    t = _check_table(table, min_rows=1)
+    n = t.shape[0]
     max_offset = n - 1 if max_offset is None else check.non_negative_int("max_offset", max_offset)
     if max_offset >= n:
         raise ValueError(f"max_offset must be < the number of rows n={n}, got {max_offset}")
+    sim = _cosine_similarity(t)  # (n, n)
     return torch.stack([torch.diagonal(sim, offset=k).mean() for k in range(max_offset + 1)])
 
 
@@ -125,7 +131,7 @@ def first_rise(curve: torch.Tensor) -> int | None:
     With ``curve[k]`` the similarity at offset k (k = 0, 1, ...), returns the smallest k with
     ``curve[k] > curve[k - 1] + 1e-12`` (the tolerance ignores float64 rounding noise on a
     flat stretch). A curve that never rises ("closer positions are always more similar")
-    returns None. Checked in ``tests/test_analysis.py`` against the first rise of cos(k)
+    returns None. Checked in ``tests/core/test_analysis.py`` against the first rise of cos(k)
     found by hand and by a plain loop.
 
     Args:
@@ -146,7 +152,7 @@ def largest_reversal(curve: torch.Tensor) -> tuple[float, int, int]:
     Returns the largest ``curve[far] - curve[near]`` over ``near < far`` (0.0 and equal
     offsets for a curve that never rises), with the two offsets.
 
-    Checked in ``tests/test_analysis.py`` against a brute-force search over all pairs.
+    Checked in ``tests/core/test_analysis.py`` against a brute-force search over all pairs.
 
     Args:
         curve: 1-D finite real tensor ``(K,)`` with K >= 1, similarity-versus-offset values,
@@ -171,7 +177,7 @@ def neighbour_distance(d_model: int, *, base: float = 10000.0) -> float:
 
     ``|PE(p+1) - PE(p)|**2 = sum_i 2 (1 - cos omega_i)``, from the angle-addition formulas
     applied to the table of Vaswani et al. 2017, Sec. 3.5 (checked against two rows of the
-    table in ``tests/test_analysis.py``).
+    table in ``tests/core/test_analysis.py``).
 
     Args:
         d_model: model width, a positive even integer.
@@ -189,13 +195,15 @@ def count_pairs(
 ) -> dict[str, int]:
     """Sort the (sin, cos) pairs by how far they turn over a sequence of ``length`` positions.
 
-    Pair i turns by ``omega_i * length`` radians in total (the same frequencies serve the
-    sinusoidal table with d_model and RoPE with head_dim).
+    Pair i turns by ``omega_i * length`` radians in total, with omega_i = base**(-2i/d) (the
+    same frequencies serve the sinusoidal table with d_model, Vaswani et al. 2017, Sec. 3.5,
+    and RoPE with head_dim, Su et al. 2021). Checked in ``tests/core/test_analysis.py``
+    against a direct count and the closed form floor(d/2 log(L/2pi) / log b) + 1.
 
     Args:
         head_or_model_dim: d_model (or head_dim), positive and even.
         length: sequence length L, a positive integer.
-        base: frequency base.
+        base: frequency base, finite and > 1.
         frozen_angle: pairs turning less than this many radians count as frozen.
 
     Returns:
@@ -205,10 +213,11 @@ def count_pairs(
     """
     head_or_model_dim = check.even_int("head_or_model_dim", head_or_model_dim)
     length = check.positive_int("length", length)
+    base = check.base_value("base", base)
     frozen_angle = check.real_number("frozen_angle", frozen_angle)
     if not 0 < frozen_angle < 2 * math.pi:
         raise ValueError(f"frozen_angle must be in (0, 2*pi), got {frozen_angle}")
-    angle = frequencies(head_or_model_dim, base=base) * length  # (d/2,)
+    angle = _frequencies(head_or_model_dim, base) * length  # (d/2,)
     full = int((angle >= 2 * math.pi).sum())
     frozen = int((angle < frozen_angle).sum())
     return {"full_turn": full, "partial": angle.numel() - full - frozen, "frozen": frozen}
@@ -218,7 +227,8 @@ def nearest_neighbour_margin(table: torch.Tensor) -> dict[str, Any]:
     """How distinguishable the rows of a table are.
 
     For each position p, the Euclidean distance to the nearest other row, and the largest
-    cosine similarity to any other row.
+    cosine similarity to any other row. Checked in ``tests/core/test_analysis.py`` on a small
+    table whose distances and similarities are known by hand.
 
     Args:
         table: ``(n, d)`` finite floating encodings, n >= 2, d >= 1, no row of zeros.
@@ -228,12 +238,11 @@ def nearest_neighbour_margin(table: torch.Tensor) -> dict[str, Any]:
         ``(n,)``), ``max_similarity`` (float, largest off-diagonal cosine similarity),
         ``argmax_pair`` ((p, q) achieving it) and ``all_distinct`` (no two rows equal).
     """
-    _check_table(table, min_rows=2)
-    t = table.detach().to(torch.float64)
+    t = _check_table(table, min_rows=2)  # (n, d), float64
     dist = torch.cdist(t, t)  # (n, n)
     dist.fill_diagonal_(float("inf"))
     nearest = dist.min(dim=1).values  # (n,)
-    sim = cosine_similarity_matrix(t)
+    sim = _cosine_similarity(t)  # (n, n)
     sim.fill_diagonal_(-float("inf"))
     flat = int(torch.argmax(sim))
     n = t.shape[0]
@@ -263,7 +272,7 @@ def rope_score_vs_distance(
     Any (q, k) may be given instead (interleaved pairs), e.g. to see that random vectors show
     no systematic decay (Barbero et al. 2024).
 
-    Su et al. 2021 (RoFormer), Sec. 3.4.3; checked in ``tests/test_analysis.py`` against
+    Su et al. 2021 (RoFormer), Sec. 3.4.3; checked in ``tests/core/test_analysis.py`` against
     rotating the vectors with :func:`~posenc_core.rope.apply_rope`.
 
     Args:
@@ -297,12 +306,13 @@ def rope_score_vs_distance(
 def rope_decay_bound(
     distances: torch.Tensor | list | int, head_dim: int, *, base: float = 10000.0
 ) -> torch.Tensor:
-    """RoFormer's upper bound on the relative score, ``(1/(d/2)) sum_j abs(S_j)`` (Su et al. 2021, Eq. 37).
+    """RoFormer's upper bound on the relative score, ``(1/(d/2)) sum_j abs(S_j)``
+    (Su et al. 2021, Eq. 37).
 
     ``S_j = sum_{i<j} exp(1j * distance * theta_i)``, j = 1 .. d/2. By Abel summation
     ``abs(sum_i h_i exp(1j m theta_i)) <= max_i abs(h_{i+1} - h_i) * sum_j abs(S_j)``; the
     paper plots the mean of ``abs(S_j)``, which decays with distance. Checked in
-    ``tests/test_analysis.py`` against the partial sums computed with numpy.
+    ``tests/core/test_analysis.py`` against the partial sums computed with numpy.
 
     Args:
         distances: any shape ``K`` of finite real relative distances m.
@@ -328,7 +338,7 @@ def score_decomposition(
     x_i A x_j^T = e_i A e_j^T + e_i A p_j^T + p_i A e_j^T + p_i A p_j^T.
 
     This is the expansion discussed by Ke, He and Liu 2021 ("Rethinking Positional Encoding
-    in Language Pre-training", TUPE); checked in ``tests/test_analysis.py`` against the
+    in Language Pre-training", TUPE); checked in ``tests/core/test_analysis.py`` against the
     score of the summed input computed directly.
 
     Args:
@@ -346,7 +356,8 @@ def score_decomposition(
             raise ValueError(f"{name} must be 2-D, got shape {tuple(t.shape)}")
     if content.shape != position.shape:
         raise ValueError(
-            f"content and position must have the same shape, got {tuple(content.shape)} and {tuple(position.shape)}"
+            f"content and position must have the same shape, got {tuple(content.shape)} and "
+            f"{tuple(position.shape)}"
         )
     if w_q.shape != w_k.shape or w_q.shape[0] != content.shape[1] or w_q.shape[1] < 1:
         raise ValueError(

@@ -7,7 +7,8 @@ Nothing here knows about positions: without a positional scheme and without a ca
 the map from a set of tokens to outputs is permutation-equivariant (chapter 1).
 
 Built on ``torch.nn.functional.scaled_dot_product_attention`` when the weights are not
-requested; the explicit path (``return_weights=True``) is checked against it in the tests.
+requested; both it and the explicit path (``return_weights=True``) are checked in
+``tests/core/test_attention.py`` against the softmax written out with loops in float64.
 
 Notation for tensor shapes: b = batch, h = heads, s = sequence, d = d_model, d_h = head width.
 """
@@ -21,7 +22,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from . import _validation as check
-from .alibi import alibi_bias
+from .alibi import _alibi_bias
 from .rope import RotaryEmbedding
 
 
@@ -58,14 +59,16 @@ def _check_bias(bias: object, scores_shape: tuple[int, ...], like: torch.Tensor)
     ``like``'s device, and broadcastable to ``scores_shape`` without enlarging it."""
     if isinstance(bias, torch.Tensor) and bias.dtype == torch.bool:
         raise TypeError(
-            "bias is added to the scores, so it must be a floating-point tensor, got dtype torch.bool; "
-            "for a boolean keep-mask m pass torch.zeros(m.shape).masked_fill(~m, float('-inf'))"
+            "bias is added to the scores, so it must be a floating-point tensor, got dtype "
+            "torch.bool; for a boolean keep-mask m pass "
+            "torch.zeros(m.shape).masked_fill(~m, float('-inf'))"
         )
     check.tensor("bias", bias, floating=True)
     if _broadcast(_shape(bias), scores_shape) != scores_shape:
         raise ValueError(
-            f"bias of shape {_shape(bias)} must broadcast to the scores (..., s_q, s_k) = {scores_shape} "
-            "without enlarging them (each of its trailing dimensions 1 or equal to the scores')"
+            f"bias of shape {_shape(bias)} must broadcast to the scores (..., s_q, s_k) = "
+            f"{scores_shape} without enlarging them (each of its trailing dimensions 1 or equal "
+            "to the scores')"
         )
     if bias.device != like.device:
         raise ValueError(
@@ -98,7 +101,12 @@ def attention(
     bias: torch.Tensor | None = None,
     return_weights: bool = False,
 ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
-    """softmax(q k^T / sqrt(d_h) + bias) v, with an optional causal mask.
+    """softmax(q k^T / sqrt(d_h) + bias) v, with an optional causal mask (Vaswani et al.
+    2017, Eq. 1).
+
+    Checked in ``tests/core/test_attention.py`` against the softmax written out with explicit
+    loops in float64 (with a causal mask and a bias, also broadcast), and decoding queries
+    (s_q < s_k) against the last rows of the full pass.
 
     Args:
         q: ``(..., s_q, d_h)``, floating point, d_h >= 1.
@@ -143,12 +151,14 @@ def attention(
         )
     if k.shape[-2] == 0 and q.shape[-2] > 0:
         raise ValueError(
-            f"k and v must hold at least one key (softmax over no keys is undefined), got {shapes()}"
+            "k and v must hold at least one key (softmax over no keys is undefined), got "
+            f"{shapes()}"
         )
     batch = _broadcast(_shape(q)[:-2], _shape(k)[:-2], _shape(v)[:-2])
     if batch is None:
         raise ValueError(
-            f"the leading (batch/head) dimensions of q, k and v must be equal or broadcastable, got {shapes()}"
+            "the leading (batch/head) dimensions of q, k and v must be equal or broadcastable, "
+            f"got {shapes()}"
         )
     if not (q.dtype == k.dtype == v.dtype) and not _autocast_on(q):
         raise TypeError(
@@ -162,10 +172,23 @@ def attention(
     if causal and s_q > s_k:
         raise ValueError(f"with causal=True, q may not be longer than k, got s_q={s_q}, s_k={s_k}")
     if bias is not None:
-        bias = _check_bias(bias, batch + (s_q, s_k), q).to(q.dtype)
-        if (
-            bias.dim() < 2
-        ):  # (s_k,) or (): a view with the same broadcast, as SDPA wants >= 2 dims on 4-D inputs
+        bias = _check_bias(bias, batch + (s_q, s_k), q)
+    return _attention(q, k, v, causal, bias, return_weights)
+
+
+def _attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    causal: bool,
+    bias: torch.Tensor | None,
+    return_weights: bool,
+) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+    """:func:`attention` for checked arguments (the bias checked against the scores)."""
+    s_q, s_k = q.shape[-2], k.shape[-2]
+    if bias is not None:
+        bias = bias.to(q.dtype)
+        if bias.dim() < 2:  # (s_k,) or (): same broadcast, as SDPA wants >= 2 dims on 4-D input
             bias = bias.reshape((1,) * (2 - bias.dim()) + _shape(bias))
     if not return_weights:
         if bias is None and (not causal or s_q == s_k):
@@ -191,7 +214,12 @@ def self_attention(
     bias: torch.Tensor | None = None,
     return_weights: bool = False,
 ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
-    """Single-head self-attention of ``x`` with projection matrices (no positions added here).
+    """Single-head self-attention of ``x`` with projection matrices (no positions added here):
+    ``attention(x @ w_q, x @ w_k, x @ w_v)`` (Vaswani et al. 2017, Eq. 1).
+
+    Checked in ``tests/core/test_attention.py``: without positions and without a causal mask,
+    permuting the tokens permutes the outputs, and a causal mask or positions break that
+    (chapter 1).
 
     Args:
         x: ``(..., s, d)``, floating point.
@@ -217,19 +245,32 @@ def self_attention(
         raise ValueError(
             f"w_q and w_k must have the same width d_h, got w_q {_shape(w_q)}, w_k {_shape(w_k)}"
         )
-    return attention(
-        x @ w_q, x @ w_k, x @ w_v, causal=causal, bias=bias, return_weights=return_weights
-    )
+    if w_q.shape[1] == 0:
+        raise ValueError(
+            f"w_q and w_k must have a width d_h >= 1, got w_q {_shape(w_q)}, w_k {_shape(w_k)}"
+        )
+    causal = check.boolean("causal", causal)
+    return_weights = check.boolean("return_weights", return_weights)
+    s = x.shape[-2]
+    if bias is not None:
+        bias = _check_bias(bias, _shape(x)[:-2] + (s, s), x)
+    return _attention(x @ w_q, x @ w_k, x @ w_v, causal, bias, return_weights)
 
 
 class MultiHeadSelfAttention(nn.Module):
     """Multi-head self-attention whose positional scheme is chosen at construction.
 
+    One fused ``nn.Linear`` makes q, k and v (``(b, s, d) -> (b, h, s, d_h)`` each), then
+    :func:`attention` (Vaswani et al. 2017, Sec. 3.2.2), then the output projection. Checked
+    in ``tests/core/test_attention.py``: causal weights vanish above the diagonal, the weights
+    path equals the fused one, and without positions permuting the tokens permutes the
+    outputs (chapter 1).
+
     Args:
-        d_model: model width.
-        n_heads: number of heads; must divide d_model.
-        rope: None, or a :class:`~posenc_core.rope.RotaryEmbedding` (its head_dim must be d_model // n_heads)
-            applied to queries and keys.
+        d_model: model width, a positive integer.
+        n_heads: number of heads, a positive integer that divides d_model.
+        rope: None, or a :class:`~posenc_core.rope.RotaryEmbedding` (its head_dim must be
+            d_model // n_heads) applied to queries and keys.
         alibi: True or False; add ALiBi biases (causal or bidirectional to match ``causal`` in
             forward).
         bias: True or False; use biases in the linear projections.
@@ -311,12 +352,10 @@ class MultiHeadSelfAttention(nn.Module):
         q, k, val = qkv.permute(2, 0, 3, 1, 4).unbind(0)  # each (b, h, s, d_h)
         if self.rope is not None:
             q, k = self.rope(q, k, positions)
-        if self.alibi and s > 0:  # alibi_bias needs a length >= 1; nothing to bias when s = 0
-            ab = alibi_bias(
-                self.n_heads, s, s, causal=causal, dtype=x.dtype, device=x.device
-            )  # (h, s, s)
+        if self.alibi and s > 0:  # nothing to bias when s = 0
+            ab = _alibi_bias(self.n_heads, s, s, causal, x.dtype, x.device)  # (h, s, s)
             bias = ab if bias is None else bias + ab
-        result = attention(q, k, val, causal=causal, bias=bias, return_weights=return_weights)
+        result = _attention(q, k, val, causal, bias, return_weights)
         ctx, weights = result if return_weights else (result, None)
         y = self.out(ctx.transpose(1, 2).reshape(b, s, self.d_model))  # (b, s, d)
         return (y, weights) if return_weights else y

@@ -18,7 +18,13 @@ from ._numerics import LOW_PRECISION, round_once
 
 
 class LearnedPositionalEmbedding(nn.Module):
-    """Adds a learned row per position to token embeddings.
+    """Adds a learned row per position to token embeddings: ``x + P[p]``, the input embedding
+    of BERT (Devlin et al. 2019, Sec. 3, "position embeddings") and GPT-2 (``wpe``).
+
+    The table is an ``nn.Parameter`` of shape ``(max_len, d_model)`` initialised from
+    N(0, init_std**2). Checked in ``tests/core/test_learned.py`` against indexing the table
+    by hand (``x + weight[offset : offset + s]``, per-row position ids), with the error past
+    ``max_len`` and gradients reaching both ``x`` and the table.
 
     Args:
         max_len: number of rows (positions 0 .. max_len - 1), e.g. 512 in BERT.
@@ -39,10 +45,10 @@ class LearnedPositionalEmbedding(nn.Module):
     def _check_range(self, last: int, what: str) -> None:
         if last >= self.max_len:
             raise ValueError(
-                f"{what} needs position {last}, but this learned table has rows only for positions "
-                f"0..{self.max_len - 1} (max_len={self.max_len}). A learned table has no row for a "
-                f"position it was never given; use a longer table (and train it) or a formula-based "
-                f"encoding such as sinusoidal or RoPE."
+                f"{what} needs position {last}, but this learned table has rows only for "
+                f"positions 0..{self.max_len - 1} (max_len={self.max_len}). A learned table has "
+                f"no row for a position it was never given; use a longer table (and train it) or "
+                f"a formula-based encoding such as sinusoidal or RoPE."
             )
 
     def _check_positions(self, positions: torch.Tensor, x: torch.Tensor) -> torch.Tensor:

@@ -8,7 +8,9 @@ circle. By the angle-addition formulas
 
 so moving k positions multiplies the pair by a 2x2 matrix that depends on k, not on p.
 Stacking one block per frequency gives the block-diagonal ``M_k`` (the property Vaswani et
-al. 2017 cite as the reason for choosing sinusoids; derived in chapter 4).
+al. 2017, Sec. 3.5, cite as the reason for choosing sinusoids; derived in chapter 4).
+
+Notation for tensor shapes: d = d_model, ``T`` = any shape of angles.
 """
 
 from __future__ import annotations
@@ -16,11 +18,14 @@ from __future__ import annotations
 import torch
 
 from . import _validation as check
-from .sinusoidal import LAYOUTS, frequencies
+from .sinusoidal import _frequencies
 
 
 def rotation_matrix(theta: torch.Tensor | float) -> torch.Tensor:
     """Counter-clockwise rotation [[cos t, -sin t], [sin t, cos t]] for each angle.
+
+    Checked in ``tests/core/test_rotation.py``: determinant 1, R(a) R(b) = R(a + b), and a
+    quarter turn maps (1, 0) to (0, 1).
 
     Args:
         theta: angle(s) in radians, any shape ``T``.
@@ -45,14 +50,16 @@ def shift_matrix(
 
     For the interleaved layout M_k is block diagonal with blocks
     ``[[cos(omega_i k), sin(omega_i k)], [-sin(omega_i k), cos(omega_i k)]]`` acting on
-    (sin, cos) pairs, i.e. ``rotation_matrix(-omega_i * k)``. For the concat layout the same
-    coefficients sit on the diagonals of four (d/2 x d/2) blocks.
+    (sin, cos) pairs, i.e. ``rotation_matrix(-omega_i * k)``. For the half layout (all sines,
+    then all cosines) the same coefficients sit on the diagonals of four (d/2 x d/2) blocks.
+    From the angle-addition formulas (Vaswani et al. 2017, Sec. 3.5); checked in
+    ``tests/core/test_rotation.py`` by moving every row of the table by k, in both layouts.
 
     Args:
         k: the shift in positions (any finite real number, negative allowed).
         d_model: positive even width.
-        base: frequency base.
-        layout: ``"interleaved"`` or ``"concat"``, matching the table it acts on.
+        base: frequency base, finite and > 1.
+        layout: ``"interleaved"`` or ``"half"``, matching the table it acts on.
         dtype: dtype of the result (built in float64, rounded once).
 
     Returns:
@@ -60,17 +67,18 @@ def shift_matrix(
     """
     k = check.real_number("k", k)
     d_model = check.even_int("d_model", d_model)
-    check.choice("layout", layout, LAYOUTS)
+    base = check.base_value("base", base)
+    layout = check.layout("layout", layout)
     dtype = check.float_dtype("dtype", dtype)
-    omega = frequencies(d_model, base=base)  # (d/2,)
+    omega = _frequencies(d_model, base)  # (d/2,)
     c, s = torch.cos(omega * k), torch.sin(omega * k)  # (d/2,)
     half = d_model // 2
-    m = torch.zeros(d_model, d_model, dtype=torch.float64)
+    m = torch.zeros(d_model, d_model, dtype=torch.float64)  # (d, d)
     if layout == "interleaved":
         idx = torch.arange(half) * 2  # rows of the sin entries
         m[idx, idx], m[idx, idx + 1] = c, s
         m[idx + 1, idx], m[idx + 1, idx + 1] = -s, c
-    else:
+    else:  # "half"
         idx = torch.arange(half)
         m[idx, idx], m[idx, idx + half] = c, s
         m[idx + half, idx], m[idx + half, idx + half] = -s, c

@@ -3,12 +3,19 @@
     PE(pos, 2i)   = sin(pos * omega_i)
     PE(pos, 2i+1) = cos(pos * omega_i),      omega_i = base ** (-2i / d_model)
 
-Notation for tensor shapes: n = number of positions, d = d_model, b = batch, s = sequence.
+Notation for tensor shapes: n = number of positions, d = d_model, b = batch, s = sequence,
+``P`` = any shape of positions.
+
+Two layouts, named as RoPE's (see ``check.LAYOUTS``): ``"interleaved"`` is the paper's (sine i
+at dim 2i, cosine i at dim 2i + 1), ``"half"`` puts all sines, then all cosines (sine i at dim
+i, cosine i at dim i + d/2: the pairs (j, j + d/2) of RoPE's half layout), as tensor2tensor's
+``get_timing_signal_1d`` and fairseq do. The old name ``"concat"`` is refused with a message
+that gives the new one.
 
 Angles are computed in float64 and rounded once to the requested dtype, so a float32 or
 bfloat16 table is the correctly rounded version of the exact table, even at positions in
-the millions. Checked in ``tests/test_sinusoidal.py`` against the paper's formula evaluated
-independently with Python's ``math`` module in double precision.
+the millions. Checked in ``tests/core/test_sinusoidal.py`` against the paper's formula
+evaluated independently with Python's ``math`` module in double precision.
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ from . import _format
 from . import _validation as check
 from ._numerics import LOW_PRECISION, round_once
 
-LAYOUTS = ("interleaved", "concat")
+LAYOUTS = check.LAYOUTS
 
 
 def frequencies(d_model: int, *, base: float = 10000.0) -> torch.Tensor:
@@ -30,7 +37,7 @@ def frequencies(d_model: int, *, base: float = 10000.0) -> torch.Tensor:
 
     A geometric sequence from 1 rad/position (i = 0, whatever the base) down to
     base**(-(d_model-2)/d_model): the frequencies of Vaswani et al. 2017, Sec. 3.5, checked
-    in ``tests/test_sinusoidal.py`` against the paper's formula.
+    in ``tests/core/test_sinusoidal.py`` against the paper's formula.
 
     Args:
         d_model: model width, a positive even integer.
@@ -41,6 +48,11 @@ def frequencies(d_model: int, *, base: float = 10000.0) -> torch.Tensor:
     """
     d_model = check.even_int("d_model", d_model)
     base = check.base_value("base", base)
+    return _frequencies(d_model, base)
+
+
+def _frequencies(d_model: int, base: float) -> torch.Tensor:
+    """:func:`frequencies` for checked arguments -> float64 ``(d_model // 2,)``."""
     two_i = torch.arange(0, d_model, 2, dtype=torch.float64)  # (d/2,)
     return torch.pow(torch.tensor(base, dtype=torch.float64), -two_i / d_model)
 
@@ -49,7 +61,8 @@ def wavelengths(d_model: int, *, base: float = 10000.0) -> torch.Tensor:
     """Wavelengths 2*pi/omega_i in positions: from 2*pi up to 2*pi*base**((d_model-2)/d_model).
 
     The geometric progression of wavelengths described by Vaswani et al. 2017, Sec. 3.5
-    ("from 2*pi to 10000 * 2*pi"); checked in ``tests/test_sinusoidal.py`` against both ends.
+    ("from 2*pi to 10000 * 2*pi"); checked in ``tests/core/test_sinusoidal.py`` against
+    ``2*pi*base**(2i/d)`` computed with Python's ``math``.
 
     Args:
         d_model: model width, a positive even integer.
@@ -61,6 +74,16 @@ def wavelengths(d_model: int, *, base: float = 10000.0) -> torch.Tensor:
     return 2 * math.pi / frequencies(d_model, base=base)
 
 
+def _table(pos: torch.Tensor, d_model: int, base: float, layout: str) -> torch.Tensor:
+    """The float64 encodings of float64 positions ``P`` (checked arguments) -> ``P + (d,)``."""
+    omega = _frequencies(d_model, base).to(pos.device)  # (d/2,)
+    angles = pos.unsqueeze(-1) * omega  # P + (d/2,), float64
+    sin, cos = torch.sin(angles), torch.cos(angles)
+    if layout == "interleaved":
+        return torch.stack((sin, cos), dim=-1).flatten(-2)  # P + (d/2, 2) -> P + (d,)
+    return torch.cat((sin, cos), dim=-1)  # "half": P + (d,)
+
+
 def sinusoidal_encoding(
     positions: torch.Tensor | int | float | list,
     d_model: int,
@@ -70,14 +93,18 @@ def sinusoidal_encoding(
     dtype: torch.dtype = torch.float32,
     device: torch.device | str | None = None,
 ) -> torch.Tensor:
-    """Encodings for arbitrary (possibly fractional or negative) positions.
+    """Encodings PE(pos) of Vaswani et al. 2017, Sec. 3.5, for arbitrary (possibly fractional
+    or negative) positions.
+
+    Checked in ``tests/core/test_sinusoidal.py`` against the paper's formula evaluated with
+    Python's ``math`` in float64 (correctly rounded in float32, bfloat16 and float16).
 
     Args:
         positions: any shape ``P`` of finite real positions.
         d_model: positive even width.
         base: frequency base, finite and > 1.
         layout: ``"interleaved"`` (the paper: sin on even dims, cos on odd dims) or
-            ``"concat"`` (all sines, then all cosines, same frequencies).
+            ``"half"`` (all sines, then all cosines, same frequencies: pairs (j, j + d/2)).
         dtype: floating dtype of the result; angles are always computed in float64.
         device: device of the result: a torch.device, a string such as ``"cpu"``, or None
             (defaults to that of ``positions``, else CPU).
@@ -87,20 +114,13 @@ def sinusoidal_encoding(
     """
     d_model = check.even_int("d_model", d_model)
     base = check.base_value("base", base)
-    check.choice("layout", layout, LAYOUTS)
+    layout = check.layout("layout", layout)
     dtype = check.float_dtype("dtype", dtype)
     device = check.device_value("device", device)
     if device is None and isinstance(positions, torch.Tensor):
         device = positions.device
-    pos = check.as_positions("positions", positions)  # float64, P
-    omega = frequencies(d_model, base=base).to(pos.device)  # (d/2,)
-    angles = pos.unsqueeze(-1) * omega  # P + (d/2,), float64
-    sin, cos = torch.sin(angles), torch.cos(angles)
-    if layout == "interleaved":
-        table = torch.stack((sin, cos), dim=-1).flatten(-2)  # P + (d/2, 2) -> P + (d,)
-    else:
-        table = torch.cat((sin, cos), dim=-1)  # P + (d,)
-    return round_once(table, dtype).to(device=device)
+    pos = check.as_positions("positions", positions)  # P, float64
+    return round_once(_table(pos, d_model, base, layout), dtype).to(device=device)
 
 
 def sinusoidal_table(
@@ -114,24 +134,31 @@ def sinusoidal_table(
 ) -> torch.Tensor:
     """The table PE[pos, :] for pos = 0 .. n_positions - 1 (Vaswani et al. 2017, Sec. 3.5).
 
+    Checked in ``tests/core/test_sinusoidal.py`` against the paper's formula evaluated with
+    Python's ``math`` (and, for bfloat16 and float16, against numpy's float64 table).
+
     Args:
         n_positions: number of rows, a positive integer.
         d_model: positive even width.
-        base, layout, dtype, device: as in :func:`sinusoidal_encoding`.
+        base, layout, dtype, device: as in :func:`sinusoidal_encoding` (``device`` None
+            means CPU).
 
     Returns:
         tensor of shape ``(n_positions, d_model)``, values in [-1, 1].
     """
     n_positions = check.positive_int("n_positions", n_positions)
+    d_model = check.even_int("d_model", d_model)
+    base = check.base_value("base", base)
+    layout = check.layout("layout", layout)
+    dtype = check.float_dtype("dtype", dtype)
     device = check.device_value("device", device)
     positions = torch.arange(n_positions, dtype=torch.float64)  # (n,)
-    return sinusoidal_encoding(
-        positions, d_model, base=base, layout=layout, dtype=dtype, device=device
-    )
+    return round_once(_table(positions, d_model, base, layout), dtype).to(device=device)
 
 
 class SinusoidalPositionalEncoding(nn.Module):
-    """Adds the sinusoidal table to token embeddings, as in the original Transformer.
+    """Adds the sinusoidal table to token embeddings, as in the original Transformer
+    (Vaswani et al. 2017, Sec. 3.5).
 
     The first ``max_len`` rows are precomputed in float64 into a non-persistent buffer (it
     follows the module across devices but is not saved in ``state_dict``: it is a formula,
@@ -139,13 +166,14 @@ class SinusoidalPositionalEncoding(nn.Module):
     float64 on the next call, so a low-precision model never gets a less accurate table.
     Rows past ``max_len`` are computed from the formula on demand, since a fixed encoding has
     a value for every position (whether the rest of a model copes with them is another
-    matter; see chapter 5).
+    matter; see chapter 5). Checked in ``tests/core/test_sinusoidal.py`` against the paper's
+    formula, before and past ``max_len``.
 
     Args:
         d_model: positive even width.
-        max_len: number of rows to precompute.
-        base: frequency base.
-        layout: ``"interleaved"`` or ``"concat"``.
+        max_len: number of rows to precompute, a positive integer.
+        base: frequency base, finite and > 1.
+        layout: ``"interleaved"`` or ``"half"`` (see :func:`sinusoidal_encoding`).
         scale: multiply the input by this before adding (the paper multiplies embeddings by
             sqrt(d_model); pass ``scale=d_model**0.5`` for that). Defaults to 1.
     """
@@ -163,33 +191,23 @@ class SinusoidalPositionalEncoding(nn.Module):
         self.d_model = check.even_int("d_model", d_model)
         self.max_len = check.positive_int("max_len", max_len)
         self.base = check.base_value("base", base)
-        self.layout = check.choice("layout", layout, LAYOUTS)
+        self.layout = check.layout("layout", layout)
         self.scale = check.real_number("scale", scale)
-        table = sinusoidal_table(max_len, d_model, base=base, layout=layout, dtype=torch.float64)
-        self.register_buffer("pe", table, persistent=False)  # (max_len, d), float64
+        table = self._table(torch.arange(self.max_len, dtype=torch.float64))  # (max_len, d)
+        self.register_buffer("pe", table, persistent=False)  # float64
+
+    def _table(self, positions: torch.Tensor) -> torch.Tensor:
+        """float64 rows for float64 ``positions`` ``(n,)`` -> ``(n, d)``, on their device."""
+        return _table(positions, self.d_model, self.base, self.layout)
 
     def _rows(self, start: int, stop: int, device: torch.device) -> torch.Tensor:
         """float64 rows for positions start .. stop-1 -> (stop - start, d)."""
         if stop <= self.max_len:
             if self.pe.dtype != torch.float64:  # a cast lowered it: rebuild at full precision
-                self.pe = sinusoidal_table(
-                    self.max_len,
-                    self.d_model,
-                    base=self.base,
-                    layout=self.layout,
-                    dtype=torch.float64,
-                    device=self.pe.device,
-                )
+                table = self._table(torch.arange(self.max_len, dtype=torch.float64))
+                self.pe = table.to(device=self.pe.device)
             return self.pe[start:stop].to(device)
-        positions = torch.arange(start, stop, dtype=torch.float64)
-        return sinusoidal_encoding(
-            positions,
-            self.d_model,
-            base=self.base,
-            layout=self.layout,
-            dtype=torch.float64,
-            device=device,
-        )
+        return self._table(torch.arange(start, stop, dtype=torch.float64)).to(device=device)
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
         """Return ``scale * x + PE[offset : offset + s]``.

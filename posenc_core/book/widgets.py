@@ -30,8 +30,9 @@ show them, e.g. ``base = 10000``, joined by " · ") and an ``Image`` of class
 ``<noscript><img class="posenc-noscript" ...></noscript>`` with the default figure, for a page
 read without JavaScript.
 
-This module imports ipywidgets, IPython and matplotlib (through :mod:`posenc_core.viz`); the
-numerical modules never import it.
+This module imports ipywidgets, IPython and matplotlib (through :mod:`posenc_core.book.viz`);
+the numerical core never imports it. Arguments are checked with the core's own checks
+(``posenc_core._validation``), so a bad value gets the same message here as in the core.
 """
 
 from __future__ import annotations
@@ -39,7 +40,6 @@ from __future__ import annotations
 import base64
 import html
 import math
-import numbers
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -78,6 +78,7 @@ STATIC_ENV = "POSENC_STATIC_WIDGETS"
 LIVE_DPI = 72
 STATIC_DPI = 72
 STATIC_COLORS = 64  # palette size of prerendered frames: about a third of a full-colour PNG
+SLIDER_TOL = 1e-12  # a log slider's b**x may land this far (relative) outside its range
 
 
 def resolve_mode(mode: str = "auto") -> str:
@@ -91,72 +92,16 @@ def resolve_mode(mode: str = "auto") -> str:
     Returns:
         ``"live"`` or ``"static"``.
     """
-    if not isinstance(mode, str) or mode not in MODES:
-        raise ValueError(f"mode must be one of {', '.join(repr(m) for m in MODES)}; got {mode!r}")
+    mode = check.choice("mode", mode, MODES)
     has_stack = getattr(ipywidgets, "Stack", None) is not None
     if mode == "static" and not has_stack:
         raise ValueError(
-            f"mode='static' needs ipywidgets.Stack (ipywidgets >= 8), but ipywidgets {ipywidgets.__version__} "
-            f"lacks it; use mode='live'"
+            "mode='static' needs ipywidgets.Stack (ipywidgets >= 8), but ipywidgets "
+            f"{ipywidgets.__version__} lacks it; use mode='live'"
         )
     if mode == "auto":
         return "static" if os.environ.get(STATIC_ENV) == "1" and has_stack else "live"
     return mode
-
-
-# --------------------------------------------------------------------------- argument checks
-
-
-def _int_in(name: str, value: object, lo: int, hi: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(
-            f"{name} must be an integer in {lo}..{hi}, got {type(value).__name__} {value!r}"
-        )
-    if not lo <= value <= hi:
-        raise ValueError(f"{name} must be an integer in {lo}..{hi}, got {value}")
-    return int(value)
-
-
-def _real_in(name: str, value: object, lo: float, hi: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(
-            f"{name} must be a real number in [{lo:g}, {hi:g}], got {type(value).__name__} {value!r}"
-        )
-    value = float(value)
-    if not (math.isfinite(value) and lo * (1 - 1e-12) <= value <= hi * (1 + 1e-12)):
-        raise ValueError(f"{name} must be a real number in [{lo:g}, {hi:g}], got {value!r}")
-    return min(max(value, lo), hi)
-
-
-def _one_of(name: str, value: object, options: Sequence[Any]) -> Any:
-    for option in options:
-        if isinstance(option, str):
-            if isinstance(value, str) and value == option:
-                return option
-        elif isinstance(value, numbers.Real) and not isinstance(value, bool) and value == option:
-            return option
-    raise ValueError(f"{name} must be one of {', '.join(str(o) for o in options)}; got {value!r}")
-
-
-def _positive_int(name: str, value: object, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(
-            f"{name} must be an integer >= {minimum}, got {type(value).__name__} {value!r}"
-        )
-    if value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value}")
-    return int(value)
-
-
-def _base(name: str, value: object) -> float:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, numbers.Real)
-        or not math.isfinite(value)
-        or value <= 1
-    ):
-        raise ValueError(f"{name} must be a finite number greater than 1, got {value!r}")
-    return float(value)
 
 
 # --------------------------------------------------------------------------- parameters
@@ -204,19 +149,21 @@ class _Param:
     def check_live(self, value: Any) -> Any:
         kind = self.live[0]
         if kind == "int":
-            return _int_in(self.name, value, self.live[1], self.live[2])
+            return check.int_in_range(self.name, value, self.live[1], self.live[2])
         if kind == "log":
             _, b, lo, hi, _ = self.live
-            return self.to_param(_real_in(self.name, value, float(b**lo), float(b**hi)))
-        return _one_of(self.name, value, self.live[1])
+            lo, hi = float(b**lo), float(b**hi)
+            value = check.real_in_range(self.name, value, lo, hi, rel_tol=SLIDER_TOL)
+            return self.to_param(value)
+        return check.choice(self.name, value, self.live[1])
 
     def check_static(self, value: Any) -> Any:
         try:
-            return _one_of(self.name, value, self.grid)
+            return check.choice(self.name, value, self.grid)
         except ValueError as err:
             raise ValueError(
-                f"{err} (a static explorer has a figure for each grid value only; build it with mode='live' "
-                f"for other values)"
+                f"{err} (a static explorer has a figure for each grid value only; build it with "
+                "mode='live' for other values)"
             ) from None
 
     def make_live(self, value: Any) -> ipywidgets.Widget:
@@ -365,8 +312,8 @@ class Explorer:
         unknown = sorted(set(values) - set(self._params))
         if unknown:
             raise TypeError(
-                f"set() got unknown parameter(s) {', '.join(unknown)}; the {self.name} explorer has "
-                f"{', '.join(self._params)}"
+                f"set() got unknown parameter(s) {', '.join(unknown)}; the {self.name} explorer "
+                f"has {', '.join(self._params)}"
             )
         checked = {}
         for name, value in values.items():
@@ -576,8 +523,8 @@ def sinusoidal_explorer(
     Returns:
         an :class:`Explorer` named ``"sinusoidal"``.
     """
-    n = _positive_int("n_positions", n_positions, 2)
-    base = _base("base", base)
+    n = check.int_in_range("n_positions", n_positions, 2)
+    base = check.base_value("base", base)
     step = max(1, n // 20)
     grid = tuple(range(0, n, step))
     default = max(p for p in grid if p <= min(40, n - 1))
@@ -598,9 +545,10 @@ def sinusoidal_explorer(
 
     def alt(v: dict, data: Data) -> str:
         return (
-            f"Heatmap of the sinusoidal encoding, {n} positions by {v['d_model']} dimensions, red for +1 and "
-            f"blue for -1, fast stripes on the left and nearly constant columns on the right; the row of "
-            f"position {v['position']} is outlined and plotted underneath as a line"
+            f"Heatmap of the sinusoidal encoding, {n} positions by {v['d_model']} dimensions, red "
+            "for +1 and blue for -1, fast stripes on the left and nearly constant columns on the "
+            f"right; the row of position {v['position']} is outlined and plotted underneath as a "
+            "line"
         )
 
     return Explorer("sinusoidal", params, compute, draw, alt, mode=mode)
@@ -636,8 +584,8 @@ def base_explorer(
         an :class:`Explorer` named ``"base"``.
     """
     d = check.even_int("d_model", d_model)
-    n = _positive_int("n_positions", n_positions, 2)
-    kmax = _positive_int("max_offset", max_offset, 1)
+    n = check.int_in_range("n_positions", n_positions, 2)
+    kmax = check.int_in_range("max_offset", max_offset, 1)
     offsets = np.arange(kmax + 1)
     reference = {
         "wavelength": wavelengths(d, base=10000.0).numpy(),
@@ -657,7 +605,8 @@ def base_explorer(
         }
 
     def draw(data: Data, v: dict, fig: Any) -> Any:
-        title = f"base {v['base']:.0f}, d_model = {d}: longest wavelength {data['wavelength'][-1]:,.0f} positions"
+        longest = data["wavelength"][-1]
+        title = f"base {v['base']:.0f}, d_model = {d}: longest wavelength {longest:,.0f} positions"
         return viz.base_figure(
             data["table"],
             data["wavelength"],
@@ -671,10 +620,10 @@ def base_explorer(
 
     def alt(v: dict, data: Data) -> str:
         return (
-            f"Three panels for base {v['base']:.0f} and d_model {d}: a heatmap of the sinusoidal table "
-            f"({n} positions), the wavelength of each pair on a log scale rising from 2 pi to "
-            f"{data['wavelength'][-1]:,.0f}, and the similarity of two encodings against their offset, "
-            f"each next to base 10000 in dashed grey"
+            f"Three panels for base {v['base']:.0f} and d_model {d}: a heatmap of the sinusoidal "
+            f"table ({n} positions), the wavelength of each pair on a log scale rising from 2 pi "
+            f"to {data['wavelength'][-1]:,.0f}, and the similarity of two encodings against their "
+            "offset, each next to base 10000 in dashed grey"
         )
 
     return Explorer("base", params, compute, draw, alt, mode=mode)
@@ -713,7 +662,7 @@ def unit_circle_explorer(
         an :class:`Explorer` named ``"unit-circle"``.
     """
     d = check.even_int("d_model", d_model)
-    base = _base("base", base)
+    base = check.base_value("base", base)
     if (
         isinstance(starts, (str, bytes))
         or not isinstance(starts, Sequence)
@@ -722,7 +671,7 @@ def unit_circle_explorer(
         raise ValueError(
             f"starts must be a sequence of 1 to 4 non-negative integers, got {starts!r}"
         )
-    starts = tuple(_int_in("starts[]", p, 0, 10**9) for p in starts)
+    starts = tuple(check.int_in_range(f"starts[{i}]", p, 0, 10**9) for i, p in enumerate(starts))
     pairs = tuple(range(d // 2))
     params = [
         _Param("pair", "pair i", pairs, 0, ("int", 0, d // 2 - 1)),
@@ -763,9 +712,9 @@ def unit_circle_explorer(
     def alt(v: dict, data: Data) -> str:
         return (
             f"Unit circle of pair {v['pair']} of a {d}-dimensional sinusoidal encoding: positions "
-            f"{', '.join(str(s) for s in starts)} and the positions {v['offset']} further on, joined by arcs "
-            f"that all turn by the same angle {data['angle']:.3g} radians, with the 2 by 2 rotation block "
-            f"printed beside it"
+            f"{', '.join(str(s) for s in starts)} and the positions {v['offset']} further on, "
+            f"joined by arcs that all turn by the same angle {data['angle']:.3g} radians, with the "
+            "2 by 2 rotation block printed beside it"
         )
 
     return Explorer("unit-circle", params, compute, draw, alt, mode=mode)
@@ -800,8 +749,8 @@ def rope_decay_explorer(
         an :class:`Explorer` named ``"rope-decay"``.
     """
     hd = check.even_int("head_dim", head_dim)
-    dmax = _positive_int("max_distance", max_distance, 10)
-    npts = _positive_int("n_points", n_points, 10)
+    dmax = check.int_in_range("max_distance", max_distance, 10)
+    npts = check.int_in_range("n_points", n_points, 10)
     distances = np.unique(np.round(np.logspace(0, math.log10(dmax), npts)).astype(np.int64))
     dist_t = torch.from_numpy(distances)
     dist_grid = tuple(
@@ -851,9 +800,10 @@ def rope_decay_explorer(
 
     def alt(v: dict, data: Data) -> str:
         return (
-            f"Line plot, log distance axis from 1 to {dmax}: the RoPE score for all-ones query and key with base "
-            f"{v['base']:.0f} starts at 1 and decays with ripples towards 0; RoFormer's bound is dashed; "
-            f"distance {v['distance']} is marked at score {data['marker'][1]:+.4f}"
+            f"Line plot, log distance axis from 1 to {dmax}: the RoPE score for all-ones query and "
+            f"key with base {v['base']:.0f} starts at 1 and decays with ripples towards 0; "
+            f"RoFormer's bound is dashed; distance {v['distance']} is marked at score "
+            f"{data['marker'][1]:+.4f}"
         )
 
     return Explorer("rope-decay", params, compute, draw, alt, mode=mode, extra_label=extra)
@@ -891,8 +841,8 @@ def scaling_setup(method: str, factor: float) -> tuple[float, dict, int | None, 
         ``(base, scaling, seq_len, L0)`` for :func:`~posenc_core.rope.rope_frequencies`
         (``seq_len`` is None except for dynamic).
     """
-    method = _one_of("method", method, SCALING_METHODS)
-    factor = _real_in("factor", factor, 1.0, 1e6)
+    method = check.choice("method", method, SCALING_METHODS)
+    factor = check.real_in_range("factor", factor, 1.0, 1e6, rel_tol=SLIDER_TOL)
     base, l0, extra = _SCALING_MODELS[method]
     scaling = {"rope_type": method, "factor": factor, **extra}
     seq_len = int(round(factor * l0)) if method == "dynamic" else None
@@ -989,9 +939,10 @@ def rope_scaling_explorer(*, head_dim: int = 128, mode: str = "auto") -> Explore
 
     def alt(v: dict, data: Data) -> str:
         return (
-            f"Log-log plot of scaled over original RoPE frequency against original wavelength for "
-            f"{v['method']} scaling with factor {v['factor']:g}: ratio 1 means a pair is kept, 1/{v['factor']:g} "
-            f"means it is interpolated; vertical lines mark the original and extended context"
+            "Log-log plot of scaled over original RoPE frequency against original wavelength for "
+            f"{v['method']} scaling with factor {v['factor']:g}: ratio 1 means a pair is kept, "
+            f"1/{v['factor']:g} means it is interpolated; vertical lines mark the original and "
+            "extended context"
         )
 
     return Explorer("rope-scaling", params, compute, draw, alt, mode=mode, extra_label=extra)

@@ -86,7 +86,8 @@ def expected_rope_decay(v):
 
 def expected_rope_scaling(v):
     s, method = v["factor"], v["method"]
-    # the settings documented in rope_scaling_explorer: Llama 2 for four methods, Llama 3.1 for llama3
+    # the settings documented in rope_scaling_explorer: Llama 2 for four methods, Llama 3.1 for
+    # llama3
     setups = {
         "linear": (10000, {"rope_type": "linear", "factor": s}, None),
         "ntk": (10000, {"rope_type": "ntk", "factor": s}, None),
@@ -185,7 +186,8 @@ def live():
 
 
 def walk_stacks(widget):
-    """All Stack widgets under ``widget``, found by walking the children (not from the explorer's lists)."""
+    """All Stack widgets under ``widget``, found by walking the children (not from the
+    explorer's lists)."""
     found = []
     todo = [widget]
     while todo:
@@ -423,7 +425,8 @@ def test_live_callback_errors_are_recorded_and_set_reraises(live, monkeypatch):
 
 
 def test_unit_circle_matrix_moves_every_start_to_its_end(static):
-    """The figure's 2x2 block is the rotation of the lemma in chapter 2: M_k (sin, cos)(p) = (sin, cos)(p+k)."""
+    """The figure's 2x2 block is the rotation of the lemma in chapter 2:
+    M_k (sin, cos)(p) = (sin, cos)(p+k)."""
     e = static["unit-circle"]
     for _, values in grid_points(e):
         e.set(**values)
@@ -454,7 +457,7 @@ def test_rope_decay_label_gives_the_marked_score(static):
     e.set(base=10000, distance=1000)
 
 
-# ------------------------------------------------------------------ display, DOM hooks, modes, errors
+# ------------------------------------------------------------- display, DOM hooks, modes, errors
 
 
 @pytest.mark.parametrize("mode", ["static", "live"])
@@ -547,6 +550,16 @@ def test_auto_mode_is_static_only_with_the_variable_and_stack(monkeypatch):
             lambda: widgets.unit_circle_explorer(base=1, mode="live"),
             ValueError,
             r"base .* greater than 1, got 1",
+        ),
+        (
+            lambda: widgets.unit_circle_explorer(starts=(0, -1), mode="live"),
+            ValueError,
+            r"starts\[1\] must be an integer in 0\.\.1000000000, got -1",
+        ),
+        (
+            lambda: widgets.unit_circle_explorer(base="10000", mode="live"),
+            TypeError,
+            r"base must be a real number, got str '10000'",
         ),
         (
             lambda: widgets.rope_decay_explorer(max_distance=5, mode="live"),

@@ -6,8 +6,9 @@ import torch
 
 
 def is_nearest(got, ref, slack):
-    """Every element of ``got`` (a low-precision tensor) is a nearest representable value to ``ref`` (float64):
-    no neighbour (torch.nextafter in got's dtype) is closer by more than ``slack``."""
+    """Every element of ``got`` (a low-precision tensor) is a nearest representable value to
+    ``ref`` (float64): no neighbour (torch.nextafter in got's dtype) is closer by more than
+    ``slack``."""
     g = got.double()
     up = torch.nextafter(got, torch.full_like(got, math.inf)).double()
     down = torch.nextafter(got, torch.full_like(got, -math.inf)).double()

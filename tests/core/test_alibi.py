@@ -150,7 +150,8 @@ def test_key_only_shortcut_equals_alibi_only_under_a_causal_mask():
         (lambda: pc.alibi_bias(4, 0, 3), ValueError, "q_len.*0"),
         (lambda: pc.alibi_bias(4, 3, 3, causal="yes"), TypeError, "causal.*str"),
         (lambda: pc.alibi_slopes(4, dtype=torch.int32), TypeError, "dtype.*int32"),
-        # dtype: floating only (an int32 bias held -2147483648 for -inf; an int key bias was all zeros)
+        # dtype: floating only (an int32 bias held -2147483648 for -inf; an int key bias was all
+        # zeros)
         (lambda: pc.alibi_bias(2, 3, 3, dtype=torch.int32), TypeError, "dtype.*floating.*int32"),
         (
             lambda: pc.alibi_bias(2, 3, 3, dtype=torch.bool),

@@ -19,7 +19,7 @@ def test_sinusoidal_dot_product_depends_only_on_offset():
         diag = torch.diagonal(sim, offset=k)
         assert (diag - diag[0]).abs().max() < 1e-12
     closed = pc.sinusoidal_similarity(torch.arange(300), 64)
-    torch.testing.assert_close(pc.similarity_by_offset(table), closed, rtol=0, atol=1e-12)
+    torch.testing.assert_close(pc.analysis.similarity_by_offset(table), closed, rtol=0, atol=1e-12)
     direct = np.array(
         [np.mean(np.cos(k * 10000.0 ** (-np.arange(0, 64, 2) / 64))) for k in range(300)]
     )
@@ -33,7 +33,8 @@ def test_first_rise():
     assert pc.first_rise(pc.sinusoidal_similarity(torch.arange(10), 2)) == 4
 
 
-# curves of exactly representable values (multiples of 1/16), so no comparison is near the 1e-12 tolerance
+# curves of exactly representable values (multiples of 1/16), so no comparison is near the 1e-12
+# tolerance
 _curves = st.lists(st.integers(-64, 64), min_size=1, max_size=30).map(
     lambda xs: [x / 16 for x in xs]
 )
@@ -163,19 +164,31 @@ def test_score_decomposition_sums_to_the_full_score():
             "table.*floating.*int64",
         ),
         (lambda: pc.cosine_similarity_matrix([[1.0, 0.0]]), TypeError, "table.*torch.Tensor.*list"),
-        (lambda: pc.similarity_by_offset(torch.ones(0, 3)), ValueError, r"table.*n >= 1.*\(0, 3\)"),
         (
-            lambda: pc.similarity_by_offset(torch.ones(3, 2), True),
+            lambda: pc.analysis.similarity_by_offset(torch.ones(0, 3)),
+            ValueError,
+            r"table.*n >= 1.*\(0, 3\)",
+        ),
+        (
+            lambda: pc.analysis.similarity_by_offset(torch.ones(3, 2), True),
             TypeError,
             "max_offset.*bool True",
         ),
-        (lambda: pc.similarity_by_offset(torch.ones(3, 2), -1), ValueError, "max_offset.*-1"),
         (
-            lambda: pc.similarity_by_offset(torch.tensor([[1.0], [float("inf")]])),
+            lambda: pc.analysis.similarity_by_offset(torch.ones(3, 2), -1),
+            ValueError,
+            "max_offset.*-1",
+        ),
+        (
+            lambda: pc.analysis.similarity_by_offset(torch.tensor([[1.0], [float("inf")]])),
             ValueError,
             "table.*finite.*inf",
         ),
-        (lambda: pc.similarity_by_offset(torch.ones(3, 2), 5), ValueError, "max_offset.*n=3.*5"),
+        (
+            lambda: pc.analysis.similarity_by_offset(torch.ones(3, 2), 5),
+            ValueError,
+            "max_offset.*n=3.*5",
+        ),
         (lambda: pc.nearest_neighbour_margin(torch.ones(1, 2)), ValueError, r"n >= 2.*\(1, 2\)"),
         (
             lambda: pc.nearest_neighbour_margin(torch.ones(3, 0)),
@@ -219,9 +232,13 @@ def test_score_decomposition_sums_to_the_full_score():
         ),
         (lambda: pc.largest_reversal(torch.tensor([1j, 2j])), TypeError, "curve.*real.*complex64"),
         # neighbour_distance, count_pairs: d_model / head_or_model_dim positive and even, base > 1
-        (lambda: pc.neighbour_distance(7), ValueError, "d_model.*even.*7"),
-        (lambda: pc.neighbour_distance(8.0), TypeError, "d_model.*float 8.0"),
-        (lambda: pc.neighbour_distance(8, base=1.0), ValueError, "base.*greater than 1.*1.0"),
+        (lambda: pc.analysis.neighbour_distance(7), ValueError, "d_model.*even.*7"),
+        (lambda: pc.analysis.neighbour_distance(8.0), TypeError, "d_model.*float 8.0"),
+        (
+            lambda: pc.analysis.neighbour_distance(8, base=1.0),
+            ValueError,
+            "base.*greater than 1.*1.0",
+        ),
         (lambda: pc.count_pairs(7, 10), ValueError, "head_or_model_dim.*even.*7"),
         (lambda: pc.count_pairs(8, 0), ValueError, "length.*0"),
         (lambda: pc.count_pairs(8, 10, frozen_angle="0.1"), TypeError, "frozen_angle.*str"),
@@ -318,8 +335,8 @@ def test_bad_arguments(call, exc, match):
 
 
 def test_count_pairs_matches_a_direct_count():
-    """Pairs with omega_i L >= 2 pi make a full turn; the closed form floor(d/2 log(L/2pi)/log b) + 1
-    (from omega_i = b^(-2i/d)) gives the same count."""
+    """Pairs with omega_i L >= 2 pi make a full turn; the closed form
+    floor(d/2 log(L/2pi)/log b) + 1 (from omega_i = b^(-2i/d)) gives the same count."""
     for d, length, base in [
         (512, 512, 10000.0),
         (128, 8192, 500000.0),
@@ -342,7 +359,9 @@ def test_count_pairs_matches_a_direct_count():
 def test_neighbour_distance_and_largest_reversal():
     table = pc.sinusoidal_table(2, 64, base=500.0, dtype=torch.float64)
     assert math.isclose(
-        pc.neighbour_distance(64, base=500.0), (table[1] - table[0]).norm().item(), rel_tol=1e-12
+        pc.analysis.neighbour_distance(64, base=500.0),
+        (table[1] - table[0]).norm().item(),
+        rel_tol=1e-12,
     )
     gap, near, far = pc.largest_reversal(
         torch.tensor([1.0, 0.2, 0.5, 0.1, 0.9], dtype=torch.float64)

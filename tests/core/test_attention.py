@@ -55,7 +55,10 @@ def sensitivity(fn, x, perm=None):
 def test_causal_mask_or_any_positional_scheme_breaks_equivariance():
     x = torch.randn(S, D, dtype=torch.float64)
     wq, wk, wv = weights()
-    plain = lambda t: pc.self_attention(t, wq, wk, wv)
+
+    def plain(t):
+        return pc.self_attention(t, wq, wk, wv)
+
     assert sensitivity(plain, x) < 1e-12
     assert sensitivity(lambda t: pc.self_attention(t, wq, wk, wv, causal=True), x) > 1e-3
     pe = pc.sinusoidal_table(S, D, dtype=torch.float64)
@@ -512,9 +515,16 @@ W = z(4, 2)
             id="w_q-w_k-width",
         ),
         pytest.param(
+            lambda: pc.self_attention(z(3, 4), z(4, 0), z(4, 0), W),
+            ValueError,
+            r"w_q and w_k must have a width d_h >= 1, got w_q \(4, 0\), w_k \(4, 0\)",
+            id="w_q-w_k-empty",
+        ),
+        pytest.param(
             lambda: MHA(z(1, 3, 32, dtype=torch.float64)),
             TypeError,
-            r"x must have the dtype of the module's parameters \(torch.float32\), got torch.float64",
+            r"x must have the dtype of the module's parameters \(torch.float32\), "
+            r"got torch.float64",
             id="module-x-dtype",
         ),
     ],
@@ -535,3 +545,33 @@ def test_shape_broadcast_helper_agrees_with_torch(shapes):
     except RuntimeError:
         expected = None
     assert _broadcast(*shapes) == expected
+
+
+def counting_checks(monkeypatch):
+    """Count the calls of every argument check in posenc_core._validation."""
+    import posenc_core._validation as check
+
+    calls = {}
+    for name, fn in list(vars(check).items()):
+        if callable(fn) and not name.startswith("_") and fn.__module__ == check.__name__:
+
+            def counted(*args, _fn=fn, _name=name, **kwargs):
+                calls[_name] = calls.get(_name, 0) + 1
+                return _fn(*args, **kwargs)
+
+            monkeypatch.setattr(check, name, counted)
+    return calls
+
+
+def test_the_module_checks_its_arguments_once(monkeypatch):
+    """Validate once: the module's forward checks x, the flags and the bias, and what it calls
+    (attention, the ALiBi bias) trusts it instead of checking q, k, v and the flags again."""
+    x, bias = torch.randn(2, 5, 32), torch.randn(5, 5)
+    expected = MHA_ALIBI(x, causal=True, bias=bias)
+    calls = counting_checks(monkeypatch)
+    got = MHA_ALIBI(x, causal=True, bias=bias)
+    assert calls == {"tensor": 2, "boolean": 2}  # x and bias; causal and return_weights
+    assert torch.equal(got, expected)
+    calls.clear()
+    pc.self_attention(torch.randn(5, 4), W, W, W, causal=True, bias=torch.zeros(5, 5))
+    assert calls == {"tensor": 5, "boolean": 2}  # x, w_q, w_k, w_v, bias; two flags

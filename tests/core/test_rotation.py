@@ -16,7 +16,7 @@ import posenc_core as pc
     d_model=st.integers(1, 32).map(lambda h: 2 * h),
     k=st.integers(-500, 500),
     base=st.sampled_from([100.0, 10000.0, 500000.0]),
-    layout=st.sampled_from(["interleaved", "concat"]),
+    layout=st.sampled_from(["interleaved", "half"]),
 )
 def test_shift_matrix_moves_every_position_by_k(d_model, k, base, layout):
     table = pc.sinusoidal_table(1200, d_model, base=base, layout=layout, dtype=torch.float64)
@@ -74,7 +74,11 @@ def test_bad_arguments():
         pc.shift_matrix("3", 8)
     with pytest.raises(ValueError, match="d_model.*even.*9"):
         pc.shift_matrix(1, 9)
-    with pytest.raises(ValueError, match="layout.*'interleaved'.*'concat'.*'half'"):
-        pc.shift_matrix(1, 8, layout="half")
+    with pytest.raises(ValueError, match="layout.*'half'.*'interleaved'.*'neox'"):
+        pc.shift_matrix(1, 8, layout="neox")
+    with pytest.raises(ValueError, match=r"layout 'concat' is now called 'half'.*layout='half'"):
+        pc.shift_matrix(1, 8, layout="concat")
+    with pytest.raises(ValueError, match="base.*greater than 1.*0.5"):
+        pc.shift_matrix(1, 8, base=0.5)
     with pytest.raises(ValueError, match="theta.*finite"):
         pc.rotation_matrix(float("inf"))

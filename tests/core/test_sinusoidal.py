@@ -94,7 +94,7 @@ def test_frequencies_are_geometric_from_one():
     p=st.integers(0, 10_000),
     p2=st.integers(0, 10_000),
     k=st.integers(-2_000, 2_000),
-    layout=st.sampled_from(["interleaved", "concat"]),
+    layout=st.sampled_from(["interleaved", "half"]),
 )
 def test_dot_product_depends_only_on_the_offset(d_model, base, p, p2, k, layout):
     """Vaswani et al. 2017, Sec. 3.5 (PE(p+k) is a linear function of PE(p)): by the angle-addition
@@ -139,11 +139,39 @@ def test_bounded_values_and_constant_norm():
     )
 
 
-def test_concat_layout_is_a_permutation_of_interleaved():
+def test_half_layout_is_a_permutation_of_interleaved():
+    """ "half" = all sines, then all cosines: sine i at dim i, cosine i at dim i + d/2."""
     inter = pc.sinusoidal_table(20, 10, dtype=torch.float64)
-    concat = pc.sinusoidal_table(20, 10, layout="concat", dtype=torch.float64)
-    torch.testing.assert_close(concat[:, :5], inter[:, 0::2], rtol=0, atol=0)
-    torch.testing.assert_close(concat[:, 5:], inter[:, 1::2], rtol=0, atol=0)
+    half = pc.sinusoidal_table(20, 10, layout="half", dtype=torch.float64)
+    torch.testing.assert_close(half[:, :5], inter[:, 0::2], rtol=0, atol=0)
+    torch.testing.assert_close(half[:, 5:], inter[:, 1::2], rtol=0, atol=0)
+
+
+def test_half_layout_pairs_dims_as_ropes_half_layout():
+    """One vocabulary: in the "half" table dims j and j + d/2 are the (sin, cos) of one angle,
+    the pairs RoPE's half layout rotates together (its cos table repeats each angle at j and
+    j + d/2)."""
+    d = 10
+    half = pc.sinusoidal_table(20, d, layout="half", dtype=torch.float64)
+    cos, sin = pc.rope_cos_sin(torch.arange(20), d, layout="half", dtype=torch.float64)
+    torch.testing.assert_close(half[:, : d // 2], sin[:, : d // 2], rtol=0, atol=1e-13)
+    torch.testing.assert_close(half[:, d // 2 :], cos[:, d // 2 :], rtol=0, atol=1e-13)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: pc.sinusoidal_table(4, 8, layout="concat"),
+        lambda: pc.sinusoidal_encoding([0, 1], 8, layout="concat"),
+        lambda: pc.SinusoidalPositionalEncoding(8, 4, layout="concat"),
+    ],
+    ids=["table", "encoding", "module"],
+)
+def test_the_old_layout_name_concat_is_refused_with_its_new_name(call):
+    with pytest.raises(
+        ValueError, match=r"layout 'concat' is now called 'half'.*layout='half'.*'interleaved'"
+    ):
+        call()
 
 
 def test_module_adds_table_with_offset_and_beyond_max_len():
@@ -205,7 +233,7 @@ def test_module_low_precision_gradient_is_that_of_a_cast():
         (
             {"n_positions": 4, "d_model": 8, "layout": "fairseq"},
             ValueError,
-            "layout.*'interleaved'.*'concat'.*fairseq",
+            "layout.*'half'.*'interleaved'.*fairseq",
         ),
         ({"n_positions": 4, "d_model": 8, "dtype": torch.int64}, TypeError, "dtype.*int64"),
         ({"n_positions": True, "d_model": 8}, TypeError, "n_positions.*bool True"),
@@ -240,7 +268,11 @@ def test_bad_arguments(kwargs, exc, match):
         ),
         (lambda: pc.sinusoidal_encoding(torch.tensor([1j]), 8), TypeError, "positions.*complex64"),
         (lambda: pc.sinusoidal_encoding("abc", 8), TypeError, "positions.*'abc'"),
-        (lambda: pc.sinusoidal_encoding([0, 1], 8, layout="half"), ValueError, "layout.*'half'"),
+        (
+            lambda: pc.sinusoidal_encoding([0, 1], 8, layout="rotate_half"),
+            ValueError,
+            "layout.*'half'.*'interleaved'.*'rotate_half'",
+        ),
         (lambda: pc.sinusoidal_encoding([0, 1], 8, dtype=torch.int32), TypeError, "dtype.*int32"),
         (lambda: pc.SinusoidalPositionalEncoding(7, 4), ValueError, "d_model.*even.*7"),
         (
@@ -330,3 +362,20 @@ def test_the_first_table_of_a_process_is_as_accurate_as_the_rest():
         for _ in range(8)
     ]
     assert max(errors) < 1e-12, errors
+
+
+def test_the_module_checks_its_arguments_once(monkeypatch):
+    """Validate once: forward checks x and offset; building rows (also past max_len, and
+    after a cast) does not check the module's own settings again."""
+    import posenc_core._validation as check
+
+    module = pc.SinusoidalPositionalEncoding(16, 8)
+    x = torch.randn(2, 5, 16)
+    expected = module(x, offset=6)
+    calls = []
+    for name in ("even_int", "base_value", "layout", "float_dtype", "device_value", "as_positions"):
+        monkeypatch.setattr(check, name, lambda *a, _n=name, **k: calls.append(_n))
+    assert torch.equal(module(x, offset=6), expected)  # rows 6..10: past the 8 precomputed
+    module.half()
+    module(x.half())  # rebuilds the table in float64
+    assert calls == []

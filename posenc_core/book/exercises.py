@@ -51,7 +51,8 @@ class Feedback:
 def _as_tensor(name: str, answer: object) -> torch.Tensor:
     try:
         if isinstance(answer, (int, float)) and not isinstance(answer, bool):
-            return torch.tensor(float(answer), dtype=torch.float64)  # keep a Python float's 53 bits
+            # keep all 53 bits of a Python float
+            return torch.tensor(float(answer), dtype=torch.float64)
         t = torch.as_tensor(answer)
     except (TypeError, ValueError, RuntimeError) as err:
         raise TypeError(
@@ -93,7 +94,8 @@ def check_close(
 def _short(t: torch.Tensor) -> str:
     if t.numel() == 1:
         return f"{t.item():.6g}"
-    return f"a tensor of shape {tuple(t.shape)} starting {[round(x, 4) for x in t.flatten()[:3].tolist()]}"
+    start = [round(x, 4) for x in t.flatten()[:3].tolist()]
+    return f"a tensor of shape {tuple(t.shape)} starting {start}"
 
 
 def check_frequencies(answer: object, d_model: int, *, base: float = 10000.0) -> Feedback:
@@ -118,25 +120,36 @@ def check_frequencies(answer: object, d_model: int, *, base: float = 10000.0) ->
         )
         return Feedback(
             False,
-            f"expected {half} frequencies, one per pair of dimensions; got shape {tuple(a.shape)}{hint}.",
+            f"expected {half} frequencies, one per pair of dimensions; "
+            f"got shape {tuple(a.shape)}{hint}.",
         )
     if torch.allclose(a, ref, rtol=2e-6, atol=0):
         return Feedback(
             True,
-            f"omega runs from {ref[0].item():g} down to {ref[-1].item():.4g}, ratio {base ** (-2 / d_model):.6g} per pair.",
+            f"omega runs from {ref[0].item():g} down to {ref[-1].item():.4g}, "
+            f"ratio {base ** (-2 / d_model):.6g} per pair.",
         )
     i = torch.arange(half, dtype=torch.float64)
     base_t = torch.tensor(base, dtype=torch.float64)
-    suspects = {
-        "you used base**(-i/d_model): the exponent needs 2i, the index of the sin dimension": base_t
-        ** (-i / d_model),
-        "your index starts at 1; the first pair (i = 0) has frequency 1": base_t
-        ** (-2 * (i + 1) / d_model),
-        "these are wavelengths-like values base**(2i/d_model); frequencies are their inverses": base_t
-        ** (2 * i / d_model),
-        "these are wavelengths 2*pi/omega; the question asks for omega": 2 * math.pi / ref,
-    }
-    for hint, values in suspects.items():
+    suspects = (
+        (
+            "you used base**(-i/d_model): the exponent needs 2i, the index of the sin dimension",
+            base_t ** (-i / d_model),
+        ),
+        (
+            "your index starts at 1; the first pair (i = 0) has frequency 1",
+            base_t ** (-2 * (i + 1) / d_model),
+        ),
+        (
+            "these are wavelengths-like values base**(2i/d_model); frequencies are their inverses",
+            base_t ** (2 * i / d_model),
+        ),
+        (
+            "these are wavelengths 2*pi/omega; the question asks for omega",
+            2 * math.pi / ref,
+        ),
+    )
+    for hint, values in suspects:
         if torch.allclose(a, values, rtol=2e-6, atol=0):
             return Feedback(False, hint + ".")
     bad = int(torch.nonzero(~torch.isclose(a, ref, rtol=2e-6, atol=0))[0, 0])
@@ -149,8 +162,8 @@ def check_frequencies(answer: object, d_model: int, *, base: float = 10000.0) ->
 def check_sinusoidal_table(answer: object, *, base: float = 10000.0) -> Feedback:
     """Check a hand-built sinusoidal table of shape (n_positions, d_model), paper layout.
 
-    Recognises swapped sin/cos, the concat layout, positions counted from 1, and an
-    exponent of i instead of 2i.
+    Recognises swapped sin/cos, the half layout (all sines, then all cosines), positions
+    counted from 1, and an exponent of i instead of 2i.
 
     Returns:
         a :class:`Feedback`.
@@ -168,7 +181,7 @@ def check_sinusoidal_table(answer: object, *, base: float = 10000.0) -> Feedback
             True, f"all {n} x {d} entries agree with the paper's formula within {tol:g}."
         )
     swapped = ref.view(n, d // 2, 2).flip(-1).reshape(n, d)
-    concat = sinusoidal_table(n, d, base=base, layout="concat", dtype=torch.float64)
+    half = sinusoidal_table(n, d, base=base, layout="half", dtype=torch.float64)
     one_based = sinusoidal_encoding(torch.arange(1, n + 1), d, base=base, dtype=torch.float64)
     i = torch.arange(d // 2, dtype=torch.float64)
     ang = torch.arange(n, dtype=torch.float64)[:, None] * torch.tensor(
@@ -177,12 +190,14 @@ def check_sinusoidal_table(answer: object, *, base: float = 10000.0) -> Feedback
     half_exponent = torch.stack((ang.sin(), ang.cos()), -1).reshape(n, d)
     for hint, values in (
         (
-            "sin and cos are swapped: the paper puts sin on even dimensions (2i) and cos on odd ones (2i+1)",
+            "sin and cos are swapped: the paper puts sin on even dimensions (2i) "
+            "and cos on odd ones (2i+1)",
             swapped,
         ),
         (
-            "this is the concat layout (all sines, then all cosines); the paper interleaves them",
-            concat,
+            "this is the half layout (all sines, then all cosines, concatenated); "
+            "the paper interleaves them",
+            half,
         ),
         (
             "positions start at 1; the first row should be position 0 (sin 0 = 0, cos 0 = 1)",
@@ -195,7 +210,8 @@ def check_sinusoidal_table(answer: object, *, base: float = 10000.0) -> Feedback
     p, k = divmod(int(torch.argmax((a - ref).abs())), d)
     return Feedback(
         False,
-        f"largest difference at position {p}, dimension {k}: expected {ref[p, k].item():.6g}, got {a[p, k].item():.6g}.",
+        f"largest difference at position {p}, dimension {k}: "
+        f"expected {ref[p, k].item():.6g}, got {a[p, k].item():.6g}.",
     )
 
 
@@ -228,7 +244,8 @@ def check_equivariance(
             out, out_perm = fn(x), fn(x[perm])
         if not isinstance(out, torch.Tensor) or out.shape[:1] != (n_tokens,):
             raise ValueError(
-                f"fn must return a tensor with one row per token ({n_tokens}), got {getattr(out, 'shape', type(out))}"
+                f"fn must return a tensor with one row per token ({n_tokens}), "
+                f"got {getattr(out, 'shape', type(out))}"
             )
         scale = out.abs().max().item() or 1.0
         err = (out_perm - out[perm]).abs().max().item() / scale
@@ -237,11 +254,12 @@ def check_equivariance(
     if worst < 1e-5:
         return Feedback(
             True,
-            f"fn(x[perm]) == fn(x)[perm] for {trials} random inputs and permutations (largest relative gap {worst:.1e}).",
+            f"fn(x[perm]) == fn(x)[perm] for {trials} random inputs and permutations "
+            f"(largest relative gap {worst:.1e}).",
         )
     return Feedback(
         False,
-        f"fn is not permutation-equivariant: with perm = {worst_perm}, fn(x[perm]) and fn(x)[perm] differ by "
-        f"{worst:.3g} (relative). Something in fn depends on where a token sits: a positional encoding, a causal "
-        f"mask, or a bias that depends on i and j.",
+        f"fn is not permutation-equivariant: with perm = {worst_perm}, fn(x[perm]) and "
+        f"fn(x)[perm] differ by {worst:.3g} (relative). Something in fn depends on where a "
+        "token sits: a positional encoding, a causal mask, or a bias that depends on i and j.",
     )

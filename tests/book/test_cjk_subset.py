@@ -1,6 +1,6 @@
 """_ext/cjk_font.py without a browser or a built book: which characters it collects, the
 subset it writes from the cached font tarball, and the build error for a character the font
-lacks. (tests/test_cjk_font.py checks the built book in a browser.)"""
+lacks. (tests/built/test_cjk_font.py checks the built book in a browser.)"""
 
 from __future__ import annotations
 

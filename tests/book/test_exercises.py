@@ -38,7 +38,7 @@ def test_check_sinusoidal_table_recognises_common_mistakes():
     assert exercises.check_sinusoidal_table(right)
     wrong = {
         "swapped": torch.stack((cos, sin), -1).reshape(n, d),
-        "concat": torch.cat((sin, cos), -1),
+        "half layout": torch.cat((sin, cos), -1),
         "start at 1": torch.stack(
             (torch.sin((pos + 1) * omega), torch.cos((pos + 1) * omega)), -1
         ).reshape(n, d),

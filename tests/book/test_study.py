@@ -1,5 +1,7 @@
 """The learned-versus-fixed study (posenc_core.book.study) and its committed results file."""
 
+import dataclasses
+import json
 import pathlib
 
 import pytest
@@ -79,7 +81,7 @@ def test_learned_table_past_its_rows_raises_and_the_study_records_no_row():
     model = ex.TinyTransformer(16, 32, 4, 1, scheme="learned", max_len=8)
     with pytest.raises(ValueError, match="rows only for positions 0..7"):
         model(torch.zeros(1, 9, dtype=torch.long))
-    acc, error = ex.evaluate(model, "reverse", TINY, 0)
+    acc, error = ex.evaluate(model, "reverse", ex.StudyConfig(**TINY), 0)
     assert acc[:8] == [a for a in acc[:8] if a is not None] and acc[8:] == [None] * 8
     assert "max_len=8" in error
 
@@ -124,6 +126,47 @@ def test_interrupt_keeps_finished_runs_and_resume_completes_them():
 def test_bad_arguments_give_clear_errors(kwargs, error, match):
     with pytest.raises(error, match=match):
         ex.run_study(**kwargs)
+    if "on_progress" not in kwargs:  # the same check, made once, when the configuration is made
+        with pytest.raises(error, match=match):
+            ex.StudyConfig.from_dict(kwargs)
+
+
+def test_config_round_trips_through_the_results_file_format():
+    cfg = ex.StudyConfig(**TINY)
+    d = cfg.to_dict()
+    assert list(d) == [f.name for f in dataclasses.fields(ex.StudyConfig)]
+    assert d["seeds"] == [0] and isinstance(d["tasks"], list) and isinstance(d["lr"], float)
+    assert ex.StudyConfig.from_dict(json.loads(json.dumps(d))) == cfg
+    assert cfg.replace(steps=7).steps == 7 and cfg.steps == 40
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cfg.steps = 1
+    saved = ex.load_results(RESULTS)["config"]  # the committed file still reads
+    assert set(saved) == set(d)
+    assert ex.StudyConfig.from_dict(saved).to_dict() == saved
+
+
+def test_functions_take_a_study_config_not_a_dict():
+    with pytest.raises(TypeError, match="config must be a StudyConfig.*got dict"):
+        ex.build_model("rope", TINY, 0)
+    with pytest.raises(TypeError, match="config must be a StudyConfig"):
+        ex.run_study(TINY)
+    m = ex.build_model("learned_long", ex.StudyConfig(**TINY), 0)
+    assert m.position_table().shape == (8 * 2, 32)
+
+
+def test_runs_for_sorts_by_seed_and_names_what_exists():
+    runs = {
+        ex.run_key("first", s, seed): {"task": "first", "scheme": s, "seed": seed}
+        for seed in (2, 0, 1)
+        for s in ("rope", "learned")
+    }
+    results = {"config": ex.StudyConfig().to_dict(), "runs": runs}
+    assert [r["seed"] for r in ex.runs_for(results, "first", "rope")] == [0, 1, 2]
+    assert all(r["scheme"] == "rope" for r in ex.runs_for(results, "first", "rope"))
+    with pytest.raises(
+        KeyError, match=r"task='lookback', scheme='rope'.*first/learned, first/rope"
+    ):
+        ex.runs_for(results, "lookback", "rope")
 
 
 def test_bad_model_arguments():
@@ -135,7 +178,9 @@ def test_bad_model_arguments():
         ex.TinyTransformer(16)(torch.zeros(1, 4))
     with pytest.raises(ValueError, match="different configuration"):
         ex.run_study(
-            resume={"config": {**ex.DEFAULTS, "steps": 1}, "runs": {}}, on_progress=None, steps=2
+            resume={"config": ex.StudyConfig(steps=1).to_dict(), "runs": {}},
+            on_progress=None,
+            steps=2,
         )
 
 

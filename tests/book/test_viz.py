@@ -5,6 +5,7 @@ import matplotlib
 matplotlib.use("Agg")
 
 import numpy as np
+import pytest
 import torch
 
 import posenc_core as pc
@@ -31,7 +32,7 @@ def test_wavelength_figure_plots_wavelengths_per_base():
     np.testing.assert_allclose(lines[0].get_ydata(), pc.wavelengths(64, base=100.0).numpy())
     np.testing.assert_allclose(lines[1].get_ydata(), pc.wavelengths(64, base=10000.0).numpy())
     assert fig.axes[0].get_yscale() == "log"
-    assert {l.get_color().lower() for l in lines[:2]} <= {c.lower() for c in viz.OKABE_ITO}
+    assert {line.get_color().lower() for line in lines[:2]} <= {c.lower() for c in viz.OKABE_ITO}
 
 
 def test_matrices_share_one_colour_scale():
@@ -100,3 +101,15 @@ def test_circle_and_layout_figures_draw():
             if len(pts) == 20:  # the positions: all on the unit circle
                 np.testing.assert_allclose(np.hypot(pts[:, 0], pts[:, 1]), 1.0, atol=1e-12)
     assert viz.pair_layout_figure(8).axes
+
+
+def test_bad_figure_arguments_name_the_argument():
+    table = pc.sinusoidal_table(10, 8)
+    with pytest.raises(ValueError, match=r"position must be an integer in 0..9, got 10"):
+        viz.fingerprint_figure(table, 10)
+    with pytest.raises(TypeError, match=r"position must be an integer in 0..9, got float 2.0"):
+        viz.fingerprint_figure(table, 2.0)
+    with pytest.raises(ValueError, match=r"head_dim must be an even integer in 2..32, got 7"):
+        viz.pair_layout_figure(7)
+    with pytest.raises(ValueError, match=r"head_dim must be an integer in 2..32, got 34"):
+        viz.pair_layout_figure(34)

@@ -44,7 +44,7 @@ vendor:
 # POSENC_STATIC_WIDGETS=1: the chapters' explorers prerender their figures so that the
 # controls work in the static pages without a kernel (see posenc_core/widgets.py).
 # POSENC_BOOK_BUILD=1: a chapter whose cross-check lacks its reference library fails the
-# build instead of publishing "skipped" (posenc_core.notebook.optional_reference).
+# build instead of publishing "skipped" (posenc_core.book.notebook.optional_reference).
 book: $(VENV)/.build-ok vendor
 	@start=$$(date +%s); \
 	POSENC_STATIC_WIDGETS=1 POSENC_BOOK_BUILD=1 $(JB) build -W -n --keep-going . || exit 1; \

@@ -1,5 +1,5 @@
-"""Shared pieces of the browser tests (tests/test_browser.py, tests/test_layout.py): the built
-book served on 127.0.0.1, Debian's chromium driven by Playwright, and a context in which every
+"""Shared pieces of the browser tests (tests/built/test_browser.py, test_layout.py): the
+built book served on 127.0.0.1, Debian's chromium driven by Playwright, and a context in which every
 request that leaves the machine is blocked and recorded.
 
 The `server` and `browser` fixtures built on these are in conftest.py beside this file.

@@ -12,7 +12,7 @@ from typing import Any
 def glue(name: str, value: Any, display: bool = False) -> None:
     """Store ``value`` under ``name`` for ``{glue}`` references in the chapter's text.
 
-    With MyST-NB installed (the book build) this is :func:`myst_nb.glue`. Without it (Colab,
+    With MyST-NB installed (the book build) this is ``myst_nb.glue``. Without it (Colab,
     a bare JupyterLab) the value is shown when ``display`` is True and otherwise skipped, so
     chapters run top to bottom anywhere.
 

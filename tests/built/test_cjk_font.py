@@ -28,20 +28,12 @@ import threading
 from urllib.parse import urlparse
 
 import pytest
+from browser_support import CHROMIUM, LAUNCH_ARGS, require_book_and_chromium
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 HTML = pathlib.Path(os.environ.get("POSENC_BOOK_HTML") or ROOT / "_build" / "html")
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-
-if not (HTML / "index.html").exists():
-    if os.environ.get("BOOK_BUILT"):
-        raise RuntimeError(f"BOOK_BUILT is set but {HTML}/index.html is missing")
-    pytest.skip("the book has not been built (run `make book`)", allow_module_level=True)
-if not pathlib.Path(CHROMIUM).exists():
-    if os.environ.get("BOOK_BUILT"):
-        raise RuntimeError(f"no chromium at {CHROMIUM}: .ci/run installs Debian's chromium")
-    pytest.skip("chromium is not installed", allow_module_level=True)
+require_book_and_chromium(HTML)
 
 sync_api = pytest.importorskip("playwright.sync_api")
 
@@ -164,15 +156,7 @@ def browser(fontconfig):
         b = p.chromium.launch(
             executable_path=CHROMIUM,
             env=fontconfig["env"],
-            args=[
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                "--no-first-run",
-                "--disable-quic",
-            ],
+            args=LAUNCH_ARGS,
         )
         yield b
         b.close()

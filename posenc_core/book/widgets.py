@@ -54,7 +54,7 @@ from ..analysis import rope_decay_bound, rope_score_vs_distance, sinusoidal_simi
 from ..rope import rope_frequencies
 from ..rotation import shift_matrix
 from ..sinusoidal import frequencies, sinusoidal_encoding, sinusoidal_table, wavelengths
-from . import viz
+from . import explorer_figures
 
 __all__ = [
     "Explorer",
@@ -376,7 +376,7 @@ class Explorer:
     def _render(self, values: dict, *, colors: int | None, dpi: int) -> tuple[bytes, Data]:
         data = self._compute(values)
         self._fig = self._draw(data, values, self._fig)
-        return viz.figure_png(self._fig, dpi=dpi, colors=colors), data
+        return explorer_figures.figure_png(self._fig, dpi=dpi, colors=colors), data
 
     def _build_live(self, values: dict) -> None:
         self.controls = {name: p.make_live(values[name]) for name, p in self._params.items()}
@@ -389,7 +389,7 @@ class Explorer:
         frame.add_class("posenc-frame")
         self.widget = self._container(list(self.controls.values()), frame)
         self._redraw()
-        self._default_png = viz.figure_png(
+        self._default_png = explorer_figures.figure_png(
             self._fig, dpi=STATIC_DPI, colors=STATIC_COLORS
         )  # for <noscript>
         self._default_data = self.data
@@ -541,7 +541,9 @@ def sinusoidal_explorer(
 
     def draw(data: Data, v: dict, fig: Any) -> Any:
         title = f"Sinusoidal encoding: {n} positions × {v['d_model']} dimensions, base {base:g}"
-        return viz.fingerprint_figure(data["table"], v["position"], title=title, fig=fig)
+        return explorer_figures.fingerprint_figure(
+            data["table"], v["position"], title=title, fig=fig
+        )
 
     def alt(v: dict, data: Data) -> str:
         return (
@@ -607,7 +609,7 @@ def base_explorer(
     def draw(data: Data, v: dict, fig: Any) -> Any:
         longest = data["wavelength"][-1]
         title = f"base {v['base']:.0f}, d_model = {d}: longest wavelength {longest:,.0f} positions"
-        return viz.base_figure(
+        return explorer_figures.base_figure(
             data["table"],
             data["wavelength"],
             data["offsets"],
@@ -698,7 +700,7 @@ def unit_circle_explorer(
         }
 
     def draw(data: Data, v: dict, fig: Any) -> Any:
-        return viz.circle_shift_figure(
+        return explorer_figures.circle_shift_figure(
             data["start_points"],
             data["end_points"],
             omega=data["omega"],
@@ -786,7 +788,7 @@ def rope_decay_explorer(
 
     def draw(data: Data, v: dict, fig: Any) -> Any:
         title = f"RoPE, head_dim {hd}, base {v['base']:.0f}"
-        return viz.rope_decay_figure(
+        return explorer_figures.rope_decay_figure(
             data["distances"],
             data["score"],
             marker=tuple(data["marker"]),
@@ -929,7 +931,7 @@ def rope_scaling_explorer(*, head_dim: int = 128, mode: str = "auto") -> Explore
             f"{v['method']}, factor s = {s:g} (base {base:.0f}, L0 = {l0})\n"
             f"{hd // 2} pairs: {kept} kept, {interp} interpolated, {between} in between"
         )
-        return viz.rope_scaling_figure(
+        return explorer_figures.rope_scaling_figure(
             data["wavelength"], data["ratio"], factor=s, lines=lines, title=title, fig=fig
         )
 

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import posenc_core as pc
-from posenc_core.book import viz
+from posenc_core.book import explorer_figures, viz
 from posenc_core.book.notebook import glue
 
 
@@ -106,9 +106,9 @@ def test_circle_and_layout_figures_draw():
 def test_bad_figure_arguments_name_the_argument():
     table = pc.sinusoidal_table(10, 8)
     with pytest.raises(ValueError, match=r"position must be an integer in 0..9, got 10"):
-        viz.fingerprint_figure(table, 10)
+        explorer_figures.fingerprint_figure(table, 10)
     with pytest.raises(TypeError, match=r"position must be an integer in 0..9, got float 2.0"):
-        viz.fingerprint_figure(table, 2.0)
+        explorer_figures.fingerprint_figure(table, 2.0)
     with pytest.raises(ValueError, match=r"head_dim must be an even integer in 2..32, got 7"):
         viz.pair_layout_figure(7)
     with pytest.raises(ValueError, match=r"head_dim must be an integer in 2..32, got 34"):

@@ -606,7 +606,7 @@ def test_bad_set_calls_name_the_parameter(live):
 def test_incremental_redraw_matches_a_full_redraw(live, name):
     """figure_png redraws only the changing artists over a cached background; the picture must
     be the same as drawing everything anew."""
-    from posenc_core.book import viz
+    from posenc_core.book import explorer_figures
 
     e = live[name]
     defaults = dict(e.values)
@@ -614,7 +614,7 @@ def test_incremental_redraw_matches_a_full_redraw(live, name):
     e.set(**{last: e.grid[last][-1]})
     incremental = e.figure_png()
     e._fig._posenc_artists["background"] = None
-    assert viz.figure_png(e._fig, dpi=widgets.LIVE_DPI) == incremental
+    assert explorer_figures.figure_png(e._fig, dpi=widgets.LIVE_DPI) == incremental
     e.set(**defaults)
 
 
@@ -633,17 +633,20 @@ def test_figures_plot_the_explorers_data(live):
 
 
 def test_figure_png_checks_its_arguments():
-    from posenc_core.book import viz
+    from posenc_core.book import explorer_figures
 
-    fig = viz.rope_scaling_figure([10.0, 100.0], [1.0, 0.5], factor=2)
-    assert viz.figure_png(fig).startswith(PNG) and viz.figure_png(fig, colors=16).startswith(PNG)
+    fig = explorer_figures.rope_scaling_figure([10.0, 100.0], [1.0, 0.5], factor=2)
+    assert explorer_figures.figure_png(fig).startswith(PNG) and explorer_figures.figure_png(
+        fig, colors=16
+    ).startswith(PNG)
     with pytest.raises(ValueError, match=r"colors must be None or an integer in 2..256, got 300"):
-        viz.figure_png(fig, colors=300)
+        explorer_figures.figure_png(fig, colors=300)
     with pytest.raises(ValueError, match=r"dpi must be a number in \(0, 600\], got 0"):
-        viz.figure_png(fig, dpi=0)
+        explorer_figures.figure_png(fig, dpi=0)
     with pytest.raises(TypeError, match=r"fig must be a matplotlib Figure, got str"):
-        viz.figure_png("figure")
+        explorer_figures.figure_png("figure")
     with pytest.raises(
-        ValueError, match=r"fig must be None or a figure returned by viz.rope_decay_figure"
+        ValueError,
+        match=r"fig must be None or a figure returned by explorer_figures.rope_decay_figure",
     ):
-        viz.rope_decay_figure([1.0, 2.0], [1.0, 0.5], marker=(1.0, 1.0), fig=fig)
+        explorer_figures.rope_decay_figure([1.0, 2.0], [1.0, 0.5], marker=(1.0, 1.0), fig=fig)

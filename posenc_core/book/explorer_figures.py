@@ -1,0 +1,631 @@
+"""Figures for the explorers (:mod:`posenc_core.book.widgets`), drawn so that a live control
+stays responsive.
+
+Each function draws a new figure or, given the figure it returned before (``fig=``), updates
+that figure's artists in place; the layout is computed once, when the figure is created.
+:func:`figure_png` then redraws only the artists that change on top of a cached picture of the
+rest (axes, ticks, labels, colour bars) while the axes limits stay the same. The chapters' own
+figures are in :mod:`posenc_core.book.viz`, whose palette and helpers these share.
+
+This module imports matplotlib; the numerical core never imports it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+from matplotlib.figure import Figure
+
+from .. import _validation as check
+from .viz import DIVERGING, OKABE_ITO, _figure, _np
+
+
+def figure_png(fig: Figure, *, dpi: float = 72.0, colors: int | None = None) -> bytes:
+    """Render a figure to PNG bytes with matplotlib's Agg renderer.
+
+    Figures from the explorer functions below are redrawn incrementally: the unchanging
+    parts are drawn once per size and axes limits, then only the changing artists.
+
+    Args:
+        fig: the figure (whatever its backend; it is drawn with Agg).
+        dpi: resolution in dots per inch, in (0, 600].
+        colors: None for a full-colour PNG (fast to encode, for live updates), or an integer
+            in 2..256 for a palette PNG with at most that many colours, several times smaller
+            (for frames stored in a page).
+
+    Returns:
+        the PNG file as bytes.
+    """
+    import io
+
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from PIL import Image
+
+    if not isinstance(fig, Figure):
+        raise TypeError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
+    if isinstance(dpi, bool) or not isinstance(dpi, (int, float)) or not 0 < dpi <= 600:
+        raise ValueError(f"dpi must be a number in (0, 600], got {dpi!r}")
+    if colors is not None and (
+        isinstance(colors, bool) or not isinstance(colors, int) or not 2 <= colors <= 256
+    ):
+        raise ValueError(f"colors must be None or an integer in 2..256, got {colors!r}")
+    canvas = fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)
+    if fig.get_dpi() != dpi:
+        fig.set_dpi(dpi)
+    art = getattr(fig, "_posenc_artists", None)
+    animated = art.get("animated") if isinstance(art, dict) else None
+    if not animated:
+        canvas.draw()
+    else:
+        key = (
+            fig.dpi,
+            tuple(fig.get_size_inches()),
+            tuple((ax.get_xlim(), ax.get_ylim()) for ax in fig.axes),
+        )
+        background = art.get("background")
+        if background is None or background[0] != key:
+            canvas.draw()  # everything except the animated artists
+            art["background"] = (key, canvas.copy_from_bbox(fig.bbox))
+        else:
+            canvas.restore_region(background[1])
+        renderer = canvas.get_renderer()
+        for artist in sorted(animated, key=lambda a: a.get_zorder()):
+            if artist.get_visible():
+                artist.draw(renderer)
+    image = Image.fromarray(np.asarray(canvas.buffer_rgba())[..., :3])
+    buf = io.BytesIO()
+    if colors is None:
+        image.save(buf, format="png", compress_level=1)
+    else:
+        image = image.quantize(
+            colors=colors, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE
+        )
+        image.save(buf, format="png", optimize=True)
+    return buf.getvalue()
+
+
+def _explorer_artists(fig: Figure | None, kind: str) -> dict | None:
+    """The artists that an earlier call of the explorer figure ``kind`` stored on ``fig``."""
+    if fig is None:
+        return None
+    artists = getattr(fig, "_posenc_artists", None)
+    if not isinstance(artists, dict) or artists.get("kind") != kind:
+        raise ValueError(f"fig must be None or a figure returned by explorer_figures.{kind}")
+    return artists
+
+
+def _keep_layout(fig: Figure, artists: dict) -> Figure:
+    """Run the constrained layout once and keep it, and mark the artists that change on
+    every update as animated, so that :func:`figure_png` redraws only those."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    FigureCanvasAgg(fig)
+    fig.draw_without_rendering()
+    fig.set_layout_engine("none")
+    for artist in artists["animated"]:
+        artist.set_animated(True)
+    fig._posenc_artists = artists  # type: ignore[attr-defined]
+    return fig
+
+
+def fingerprint_figure(
+    table: torch.Tensor | np.ndarray,
+    position: int,
+    *,
+    title: str = "",
+    width: float = 6.4,
+    height: float = 4.4,
+    fig: Figure | None = None,
+) -> Figure:
+    """A table as a heatmap with one row outlined, and that row (its "fingerprint") plotted
+    underneath.
+
+    Args:
+        table: ``(n, d)`` values in [-1, 1] (e.g. a sinusoidal table), rows = positions.
+        position: the row to outline and plot, 0 <= position < n.
+        title: the heatmap's title.
+        width, height: figure size in inches, for a new figure.
+        fig: a figure this function returned before, to update in place (the table may
+            change shape).
+
+    Returns:
+        the figure (``fig`` itself when given).
+    """
+    data = _np(table)
+    if data.ndim != 2:
+        raise ValueError(f"table must have shape (n, d), got {data.shape}")
+    n, d = data.shape
+    position = check.int_in_range("position", position, 0, n - 1)  # a row of the table
+    art = _explorer_artists(fig, "fingerprint_figure")
+    new = art is None
+    if new:
+        fig, (ax, prof) = _figure(width, height, nrows=2, gridspec_kw={"height_ratios": [3, 1.2]})
+        im = ax.imshow(
+            data, aspect="auto", interpolation="nearest", cmap=DIVERGING, vmin=-1, vmax=1
+        )
+        fig.colorbar(im, ax=[ax, prof], fraction=0.04, pad=0.01)
+        rows = [ax.axhline(0, color="black", lw=1.2) for _ in range(2)]
+        (line,) = prof.plot([], [], color=OKABE_ITO[0], lw=1.2)
+        row_text = prof.text(
+            0.99,
+            0.96,
+            "",
+            transform=prof.transAxes,
+            ha="right",
+            va="top",
+            fontsize=8,
+            bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none", "alpha": 0.85},
+        )
+        ax.set_ylabel("position")
+        ax.tick_params(labelbottom=False)
+        prof.set(ylim=(-1.1, 1.1), xlabel="dimension", ylabel="value")
+        prof.grid(alpha=0.3)
+        animated = [im, *rows, line, row_text, ax.title, *ax.spines.values()]
+        art = {
+            "kind": "fingerprint_figure",
+            "im": im,
+            "rows": rows,
+            "line": line,
+            "row_text": row_text,
+            "ax": ax,
+            "prof": prof,
+            "animated": animated,
+        }
+    ax, prof = art["ax"], art["prof"]
+    art["im"].set_data(data)
+    art["im"].set_extent((-0.5, d - 0.5, n - 0.5, -0.5))
+    for row, y in zip(art["rows"], (position - 0.5, position + 0.5)):
+        row.set_ydata([y, y])
+    art["line"].set_data(np.arange(d), data[position])
+    art["row_text"].set_text(f"row {position}")
+    for a in (ax, prof):
+        a.set_xlim(-0.5, d - 0.5)
+    ax.set_ylim(n - 0.5, -0.5)
+    ax.set_title(title)
+    return _keep_layout(ax.figure, art) if new else ax.figure
+
+
+def base_figure(
+    table: torch.Tensor | np.ndarray,
+    wavelength: torch.Tensor | np.ndarray,
+    offsets: torch.Tensor | np.ndarray,
+    similarity: torch.Tensor | np.ndarray,
+    *,
+    reference: Mapping[str, torch.Tensor | np.ndarray] | None = None,
+    reference_label: str = "",
+    title: str = "",
+    width: float = 7.0,
+    height: float = 5.0,
+    fig: Figure | None = None,
+) -> Figure:
+    """Three views of one base: the sinusoidal table, its wavelength spectrum, and the
+    similarity of two encodings as a function of their offset.
+
+    Args:
+        table: ``(n, d)`` sinusoidal table (top panel, rows = positions).
+        wavelength: ``(d/2,)`` wavelengths 2*pi/omega_i (bottom left, log scale); a dotted
+            line marks n, the table's length: pairs below it complete a turn within the table.
+        offsets, similarity: ``(K,)`` offsets k and the cosine similarity s(k) (bottom right).
+        reference: optional ``{"wavelength": ..., "similarity": ...}`` of another base, drawn
+            dashed in grey for comparison (same d and offsets).
+        reference_label: its legend entry, e.g. "base 10000".
+        title: the figure's title.
+        width, height: figure size in inches, for a new figure.
+        fig: a figure this function returned before, to update in place.
+
+    Returns:
+        the figure (``fig`` itself when given).
+    """
+    data, wl, k, sim = _np(table), _np(wavelength), _np(offsets), _np(similarity)
+    if data.ndim != 2:
+        raise ValueError(f"table must have shape (n, d), got {data.shape}")
+    n, d = data.shape
+    if wl.shape != (d // 2,) or k.ndim != 1 or k.shape != sim.shape:
+        raise ValueError(
+            f"wavelength must have shape (d/2,) = ({d // 2},) and offsets, similarity one 1-D "
+            f"shape; got {wl.shape}, {k.shape}, {sim.shape}"
+        )
+    art = _explorer_artists(fig, "base_figure")
+    new = art is None
+    if new:
+        fig = plt.figure(figsize=(width, height), layout="constrained")
+        plt.close(fig)
+        axes = fig.subplot_mosaic([["heat", "heat"], ["wave", "sim"]], height_ratios=[1.1, 1])
+        heat, wave, simax = axes["heat"], axes["wave"], axes["sim"]
+        im = heat.imshow(
+            data, aspect="auto", interpolation="nearest", cmap=DIVERGING, vmin=-1, vmax=1
+        )
+        fig.colorbar(im, ax=heat, fraction=0.04, pad=0.01)
+        heat.set(xlabel="dimension", ylabel="position")
+        ref_wave = wave.plot(
+            [], [], color="0.55", ls="--", lw=1.2, label=reference_label or "reference"
+        )[0]
+        (wave_line,) = wave.plot([], [], color=OKABE_ITO[0], lw=1.6, label="this base")
+        wave.axhline(n, color="0.35", ls=":", lw=1)
+        wave.annotate(
+            f"{n} positions",
+            (0.02, n),
+            xycoords=("axes fraction", "data"),
+            va="bottom",
+            fontsize=8,
+            color="0.25",
+        )
+        wave.set(
+            yscale="log", ylim=(3, 3e8), xlabel="pair index i", ylabel="wavelength (positions)"
+        )
+        ref_sim = simax.plot(
+            [], [], color="0.55", ls="--", lw=1, label=reference_label or "reference"
+        )[0]
+        (sim_line,) = simax.plot([], [], color=OKABE_ITO[3], lw=1.2, label="this base")
+        simax.axhline(0, color="0.35", lw=0.8)
+        simax.set(xlabel="offset k", ylabel="similarity s(k)")
+        for a in (wave, simax):
+            a.grid(alpha=0.3)
+        wave.legend(fontsize=8, frameon=False, loc="upper left", bbox_to_anchor=(0, 0.93))
+        animated = [im, wave_line, ref_wave, sim_line, ref_sim, heat.title, *heat.spines.values()]
+        art = {
+            "kind": "base_figure",
+            "im": im,
+            "heat": heat,
+            "wave": wave,
+            "sim": simax,
+            "wave_line": wave_line,
+            "ref_wave": ref_wave,
+            "sim_line": sim_line,
+            "ref_sim": ref_sim,
+            "animated": animated,
+        }
+    art["im"].set_data(data)
+    art["im"].set_extent((-0.5, d - 0.5, n - 0.5, -0.5))
+    art["heat"].set(xlim=(-0.5, d - 0.5), ylim=(n - 0.5, -0.5))
+    pairs = np.arange(d // 2)
+    art["wave_line"].set_data(pairs, wl)
+    art["sim_line"].set_data(k, sim)
+    low = float(sim.min())
+    if reference is not None:
+        art["ref_wave"].set_data(pairs, _np(reference["wavelength"]))
+        ref = _np(reference["similarity"])
+        art["ref_sim"].set_data(k, ref)
+        low = min(low, float(ref.min()))
+    art["ref_wave"].set_visible(reference is not None)
+    art["ref_sim"].set_visible(reference is not None)
+    art["wave"].set_xlim(-0.5, d // 2 - 0.5)
+    art["sim"].set(xlim=(float(k.min()), float(k.max())), ylim=(min(-0.4, low - 0.05), 1.05))
+    art["heat"].set_title(title)
+    fig = art["heat"].figure
+    return _keep_layout(fig, art) if new else fig
+
+
+def circle_shift_figure(
+    start_points: torch.Tensor | np.ndarray,
+    end_points: torch.Tensor | np.ndarray,
+    *,
+    omega: float,
+    shift: int,
+    starts: Sequence[int],
+    matrix: torch.Tensor | np.ndarray,
+    pair: int,
+    width: float = 6.4,
+    height: float = 3.6,
+    fig: Figure | None = None,
+) -> Figure:
+    """One (sin, cos) pair on the unit circle: positions p and p + k for a few starts p, the
+    turn omega * k between them, and the 2x2 block of the shift matrix M_k.
+
+    A point (sin, cos) is drawn at x = cos, y = sin, as in
+    :func:`~posenc_core.book.viz.unit_circle_figure`, so
+    position p sits at angle omega * p. Each start gets a colour: a dot at p, a square at
+    p + k, spokes from the centre and an arc of the net turn (omega * k modulo one full turn).
+
+    Args:
+        start_points: ``(S, 2)`` the pair's (sin, cos) entries at the start positions p.
+        end_points: ``(S, 2)`` the same at p + k.
+        omega: the pair's angular frequency, radians per position.
+        shift: the offset k, an integer >= 0.
+        starts: the S start positions p (1 to 4 of them).
+        matrix: the ``(2, 2)`` block of M_k acting on the pair's (sin, cos).
+        pair: the pair index i, for the text.
+        width, height: figure size in inches, for a new figure.
+        fig: a figure this function returned before (with as many starts), to update in place.
+
+    Returns:
+        the figure (``fig`` itself when given).
+    """
+    m, p0, p1 = _np(matrix), _np(start_points), _np(end_points)
+    starts = list(starts)
+    if m.shape != (2, 2):
+        raise ValueError(f"matrix must have shape (2, 2), got {m.shape}")
+    if not 1 <= len(starts) <= 4:
+        raise ValueError(f"starts must hold 1 to 4 positions, got {len(starts)}")
+    if p0.shape != (len(starts), 2) or p1.shape != p0.shape:
+        raise ValueError(
+            f"start_points and end_points must have shape (len(starts), 2) = ({len(starts)}, 2), "
+            f"got {p0.shape} and {p1.shape}"
+        )
+    art = _explorer_artists(fig, "circle_shift_figure")
+    if art is not None and len(art["marks"]) != len(starts):
+        raise ValueError(
+            f"fig was drawn for {len(art['marks'])} starts, got {len(starts)}; draw a new figure"
+        )
+    new = art is None
+    if new:
+        fig = plt.figure(figsize=(width, height), layout="constrained")
+        plt.close(fig)
+        ax, txt = fig.subplots(1, 2, width_ratios=[1, 0.9])
+        t = np.linspace(0, 2 * np.pi, 181)
+        ax.plot(np.cos(t), np.sin(t), color="0.75", lw=1)
+        ax.axhline(0, color="0.85", lw=0.8)
+        ax.axvline(0, color="0.85", lw=0.8)
+        marks = []
+        for j in range(len(starts)):
+            c = OKABE_ITO[(j + 3) % len(OKABE_ITO)] if j else OKABE_ITO[0]
+            marks.append(
+                {
+                    "spoke0": ax.plot([], [], color=c, lw=1, ls="--")[0],
+                    "spoke1": ax.plot([], [], color=c, lw=1.2)[0],
+                    "arc": ax.plot([], [], color=c, lw=2)[0],
+                    "p": ax.plot([], [], "o", color=c, ms=7)[0],
+                    "q": ax.plot([], [], "s", color=c, ms=7, mfc="white", mew=1.8)[0],
+                }
+            )
+        ax.set_aspect("equal")
+        ax.set(
+            xlim=(-1.25, 1.25),
+            ylim=(-1.25, 1.25),
+            xlabel="cos(ω p)  (dim 2i+1)",
+            ylabel="sin(ω p)  (dim 2i)",
+        )
+        legend = ax.legend(
+            [mk["q"] for mk in marks],
+            [f"p = {p} → {p}" for p in starts],
+            fontsize=8,
+            loc="lower left",
+            frameon=True,
+            framealpha=0.9,
+        )
+        txt.axis("off")
+        text = txt.text(
+            0, 1, "", va="top", ha="left", family="monospace", fontsize=9, transform=txt.transAxes
+        )
+        animated = [a for mk in marks for a in mk.values()] + [legend, ax.title, text]
+        art = {
+            "kind": "circle_shift_figure",
+            "ax": ax,
+            "marks": marks,
+            "text": text,
+            "legend": legend,
+            "animated": animated,
+        }
+    ax = art["ax"]
+    angle = omega * shift
+    net = float(np.fmod(angle, 2 * np.pi))
+    turns = int(angle // (2 * np.pi))
+    for j, (mk, p, label) in enumerate(zip(art["marks"], starts, art["legend"].get_texts())):
+        a0 = float(np.arctan2(p0[j, 0], p0[j, 1]))
+        a1 = a0 + net
+        mk["p"].set_data([p0[j, 1]], [p0[j, 0]])
+        mk["q"].set_data([p1[j, 1]], [p1[j, 0]])
+        mk["spoke0"].set_data([0, np.cos(a0)], [0, np.sin(a0)])
+        mk["spoke1"].set_data([0, np.cos(a1)], [0, np.sin(a1)])
+        r = 0.25 + 0.15 * j
+        arc = np.linspace(a0, a1, 48)
+        mk["arc"].set_data(r * np.cos(arc), r * np.sin(arc))
+        label.set_text(f"p = {p} → {p + shift}")
+    ax.set_title(f"pair i = {pair}: turn by ω·k = {angle:.3g} rad", fontsize=10)
+    art["text"].set_text(
+        f"pair i = {pair} (dims {2 * pair}, {2 * pair + 1})\n"
+        f"ω_i   = {omega:.4g} rad/position\n"
+        f"k     = {shift}\n"
+        f"ω_i·k = {angle:.4g} rad = {np.degrees(angle):.4g}°\n"
+        f"      = {turns} full turns + {net:.3f} rad\n\n"
+        f"M_k block on (sin, cos):\n"
+        f"[{m[0, 0]:+.4f}  {m[0, 1]:+.4f}]\n"
+        f"[{m[1, 0]:+.4f}  {m[1, 1]:+.4f}]\n\n"
+        f"(sin, cos) at p + k\n  = M_k · (sin, cos) at p\n"
+        f"for every start p"
+    )
+    fig = ax.figure
+    return _keep_layout(fig, art) if new else fig
+
+
+def rope_decay_figure(
+    distances: torch.Tensor | np.ndarray,
+    score: torch.Tensor | np.ndarray,
+    *,
+    marker: tuple[float, float],
+    bound: torch.Tensor | np.ndarray | None = None,
+    title: str = "",
+    width: float = 6.4,
+    height: float = 3.6,
+    fig: Figure | None = None,
+) -> Figure:
+    """The RoPE score against relative distance (log scale), with one distance marked.
+
+    Args:
+        distances: ``(K,)`` positive distances.
+        score: ``(K,)`` the score at each distance (e.g.
+            :func:`~posenc_core.analysis.rope_score_vs_distance`).
+        marker: ``(distance, score)`` of the marked point.
+        bound: optional ``(K,)`` curve drawn dashed, e.g. RoFormer's decay bound divided by
+            its value at distance 0.
+        title: the axes' title.
+        width, height: figure size in inches, for a new figure.
+        fig: a figure this function returned before, to update in place.
+
+    Returns:
+        the figure (``fig`` itself when given).
+    """
+    x, y = _np(distances), _np(score)
+    if x.shape != y.shape or x.ndim != 1 or not (x > 0).all():
+        raise ValueError(
+            f"distances (positive) and score must be 1-D of one shape, got {x.shape} and {y.shape}"
+        )
+    art = _explorer_artists(fig, "rope_decay_figure")
+    new = art is None
+    if new:
+        fig, ax = _figure(width, height)
+        (line,) = ax.plot([], [], color=OKABE_ITO[0], lw=1.1, label="score, q = k = all ones")
+        (bline,) = ax.plot(
+            [], [], color=OKABE_ITO[1], lw=1.4, ls="--", label="RoFormer's bound ÷ its value at 0"
+        )
+        vline = ax.axvline(1, color="0.4", ls=":", lw=1)
+        (dot,) = ax.plot([], [], "o", color=OKABE_ITO[3], ms=8, zorder=5)
+        note = ax.annotate(
+            "",
+            (1, 0),
+            xytext=(6, -14),
+            textcoords="offset points",
+            fontsize=9,
+            color=OKABE_ITO[3],
+            bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none", "alpha": 0.85},
+            zorder=6,
+        )
+        ax.axhline(0, color="0.35", lw=0.8)
+        ax.set(xscale="log", xlabel="relative distance n - m", ylabel="score / head_dim")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8, frameon=False, loc="upper right")
+        art = {
+            "kind": "rope_decay_figure",
+            "ax": ax,
+            "line": line,
+            "bound": bline,
+            "vline": vline,
+            "dot": dot,
+            "note": note,
+            "animated": [line, bline, vline, dot, note, ax.title],
+        }
+    ax = art["ax"]
+    art["line"].set_data(x, y)
+    art["bound"].set_visible(bound is not None)
+    if bound is not None:
+        art["bound"].set_data(x, _np(bound))
+    md, ms = float(marker[0]), float(marker[1])
+    art["vline"].set_xdata([md, md])
+    art["dot"].set_data([md], [ms])
+    art["note"].xy = (md, ms)
+    art["note"].set_text(f"{ms:+.4f}")
+    ax.set(xlim=(float(x.min()), float(x.max())), ylim=(min(-0.4, float(y.min()) - 0.05), 1.08))
+    ax.set_title(title)
+    fig = ax.figure
+    return _keep_layout(fig, art) if new else fig
+
+
+def rope_scaling_figure(
+    wavelength: torch.Tensor | np.ndarray,
+    ratio: torch.Tensor | np.ndarray,
+    *,
+    factor: float,
+    lines: Mapping[str, float] | None = None,
+    title: str = "",
+    xlim: tuple[float, float] = (3.0, 1e7),
+    ylim: tuple[float, float] = (4e-4, 2.0),
+    width: float = 6.4,
+    height: float = 3.6,
+    fig: Figure | None = None,
+) -> Figure:
+    """How a context-extension method rescales each RoPE frequency: scaled / original
+    frequency against the original wavelength, both on log scales.
+
+    A ratio of 1 means the pair is kept; 1/factor means it is interpolated (its angles are
+    divided by the factor, like position interpolation); anything else is in between.
+
+    Args:
+        wavelength: ``(d/2,)`` original wavelengths 2*pi/theta_i.
+        ratio: ``(d/2,)`` scaled theta_i divided by the original theta_i.
+        factor: the context-extension factor s (a dashed line marks 1/s).
+        lines: up to 3 named wavelengths to mark with vertical lines (e.g. the original context).
+        title: the axes' title.
+        xlim, ylim: the axes' limits, fixed so that frames can be compared.
+        width, height: figure size in inches, for a new figure.
+        fig: a figure this function returned before, to update in place.
+
+    Returns:
+        the figure (``fig`` itself when given).
+    """
+    x, y = _np(wavelength), _np(ratio)
+    lines = dict(lines or {})
+    if x.shape != y.shape or x.ndim != 1:
+        raise ValueError(
+            f"wavelength and ratio must be 1-D of one shape, got {x.shape} and {y.shape}"
+        )
+    if len(lines) > 3:
+        raise ValueError(f"lines must name at most 3 wavelengths, got {len(lines)}")
+    art = _explorer_artists(fig, "rope_scaling_figure")
+    new = art is None
+    if new:
+        fig, ax = _figure(width, height)
+        ax.axhline(1.0, color=OKABE_ITO[2], ls="--", lw=1)
+        ax.annotate(
+            "kept (ratio 1)",
+            (0.01, 1.0),
+            xycoords=("axes fraction", "data"),
+            va="bottom",
+            fontsize=8,
+            color=OKABE_ITO[2],
+        )
+        inv = ax.axhline(1.0, color=OKABE_ITO[4], ls="--", lw=1)
+        inv_note = ax.text(
+            0.01,
+            1.0,
+            "",
+            transform=ax.get_yaxis_transform(),
+            va="top",
+            fontsize=8,
+            color=OKABE_ITO[4],
+        )
+        (line,) = ax.plot([], [], "o-", color=OKABE_ITO[0], ms=3, lw=1.2)
+        vlines = [ax.axvline(10, color="0.4", ls=":", lw=1) for _ in range(3)]
+        vnotes = [
+            ax.text(
+                10,
+                0.03,
+                "",
+                transform=ax.get_xaxis_transform(),
+                rotation=90,
+                va="bottom",
+                ha="right",
+                fontsize=8,
+                color="0.3",
+            )
+            for _ in range(3)
+        ]
+        ax.set(
+            xscale="log",
+            yscale="log",
+            xlim=xlim,
+            ylim=ylim,
+            xlabel="original wavelength 2π/θ_i (positions)",
+            ylabel="scaled θ_i / original θ_i",
+        )
+        ax.grid(alpha=0.3)
+        art = {
+            "kind": "rope_scaling_figure",
+            "ax": ax,
+            "line": line,
+            "inv": inv,
+            "inv_note": inv_note,
+            "vlines": vlines,
+            "vnotes": vnotes,
+            "animated": [line, inv, inv_note, *vlines, *vnotes, ax.title],
+        }
+    ax = art["ax"]
+    art["line"].set_data(x, y)
+    art["inv"].set_ydata([1 / factor, 1 / factor])
+    art["inv_note"].set_position((0.01, 1 / factor))
+    art["inv_note"].set_text(f"interpolated (ratio 1/{factor:g})")
+    items = list(lines.items())
+    for j, (vl, vn) in enumerate(zip(art["vlines"], art["vnotes"])):
+        show = j < len(items)
+        vl.set_visible(show)
+        vn.set_visible(show)
+        if show:
+            name, value = items[j]
+            vl.set_xdata([value, value])
+            vn.set_position((value, 0.03))
+            vn.set_text(name)
+    ax.set_title(title, fontsize=10)
+    fig = ax.figure
+    return _keep_layout(fig, art) if new else fig

@@ -116,13 +116,24 @@ def rope_angles(
     Returns:
         float64 tensor of shape ``P + (head_dim // 2,)``, on the device of ``positions``.
     """
+    pos, head_dim, base, scaling, seq_len = _check_table_args(
+        positions, head_dim, base, scaling, seq_len
+    )
+    return _angles(pos, head_dim, base, scaling, seq_len)
+
+
+def _check_table_args(
+    positions: object, head_dim: object, base: object, scaling: object, seq_len: object
+) -> tuple[torch.Tensor, int, float, RopeScaling, int | None]:
+    """The checks :func:`rope_angles` and :func:`rope_cos_sin` share: float64 positions of
+    shape P, an even head_dim, a base > 1, the parsed scaling and an optional seq_len."""
     pos = check.as_positions("positions", positions)  # P, float64
     head_dim = check.even_int("head_dim", head_dim)
     base = check.base_value("base", base)
     scaling = parse_scaling(scaling, base=base)
     if seq_len is not None:
         seq_len = check.positive_int("seq_len", seq_len)
-    return _angles(pos, head_dim, base, scaling, seq_len)
+    return pos, head_dim, base, scaling, seq_len
 
 
 def _angles(
@@ -166,12 +177,9 @@ def rope_cos_sin(
     check.layout("layout", layout)
     dtype = check.float_dtype("dtype", dtype)
     device = positions.device if isinstance(positions, torch.Tensor) else None
-    pos = check.as_positions("positions", positions)  # P, float64
-    head_dim = check.even_int("head_dim", head_dim)
-    base = check.base_value("base", base)
-    scaling = parse_scaling(scaling, base=base)
-    if seq_len is not None:
-        seq_len = check.positive_int("seq_len", seq_len)
+    pos, head_dim, base, scaling, seq_len = _check_table_args(
+        positions, head_dim, base, scaling, seq_len
+    )
     cos, sin = _cos_sin(pos, head_dim, base, scaling, layout, dtype, seq_len)
     return cos.to(device=device), sin.to(device=device)
 

@@ -15,8 +15,8 @@ Where each part lives:
 
 * ``formula.py``: the formula (``rope_formula``),
   :func:`rotate_pairs` and the tables (:func:`rope_angles`, :func:`rope_cos_sin`);
-* ``apply.py``: :func:`apply_rope` and :class:`RotaryEmbedding` (cached tables), the
-  checked entry points that apply it;
+* ``apply.py``: :func:`apply_rope`, the checked entry point that applies it;
+* ``module.py``: :class:`RotaryEmbedding` (cached tables for queries and keys);
 * ``kernels.py``: the fast paths (compiled kernel, eager chunks, bfloat16/float16 correct
   rounding), each bit-identical to the formula;
 * ``scaling.py``: :class:`RopeScaling`, :func:`parse_scaling` and one inverse-frequency
@@ -33,9 +33,10 @@ bit-exactness of every path) and ``tests/core/test_rope_reference.py`` (Hugging 
 RoFormer's matrix).
 """
 
-from .apply import RotaryEmbedding, apply_rope
+from .apply import apply_rope
 from .formula import LAYOUTS, rope_angles, rope_cos_sin, rotate_pairs
 from .layouts import half_to_interleaved, interleaved_to_half, permute_qk_weight
+from .module import RotaryEmbedding
 from .scaling import (
     ROPE_TYPES,
     VARIANTS,

@@ -1,6 +1,7 @@
-"""Applying RoPE: :func:`apply_rope` (the checked entry point) and :class:`RotaryEmbedding`.
+"""Applying RoPE: :func:`apply_rope`, the checked entry point (``module.py`` holds
+:class:`~posenc_core.rope.RotaryEmbedding`, which calls its unchecked core ``_apply``).
 
-Both check their arguments once and then call :func:`_apply`, which trusts them: with autograd
+Both check their arguments once and then call ``_apply``, which trusts them: with autograd
 (or under the caller's ``torch.compile``) it evaluates the formula
 (:func:`~posenc_core.rope.formula.rope_formula`), otherwise one of the fast paths in
 ``kernels.py``, each bit-identical to it.
@@ -11,23 +12,12 @@ of positions.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 import torch
-from torch import nn
 
-from .. import _format
 from .. import _validation as check
 from .._numerics import LOW_PRECISION, round_once
 from . import kernels
-from .formula import _cos_sin, _float64_positions, rope_formula
-from .scaling import RopeScaling, _inv_freq, parse_scaling
-
-# RotaryEmbedding caches rows 0 .. n-1 only while n stays below this; larger positions (a
-# decoding step at offset 10**9, say) are computed per call instead of allocating a table
-# with a row for every position before them.
-_CACHE_MAX_POSITIONS = 1 << 16
+from .formula import rope_formula
 
 
 def apply_rope(
@@ -140,180 +130,3 @@ def _broadcast_shape(*shapes: torch.Size | tuple[int, ...]) -> torch.Size | None
         return torch.broadcast_shapes(*shapes)
     except RuntimeError:
         return None
-
-
-class RotaryEmbedding(nn.Module):
-    """RoPE for query and key tensors, with a cache that grows with the sequence.
-
-    cos/sin rows for positions 0 .. n-1 are cached in float32 for float32 inputs and in
-    float64 otherwise (float64 inputs, and bfloat16/float16 ones, whose result is then the
-    correctly rounded exact rotation), and regrown to the next power of two when a larger
-    position arrives (positions of 2**16 and more are computed per call instead, so a
-    decoding step far into a sequence does not allocate rows for every position before it),
-    or rebuilt when the inputs move to another device; the cache is not a buffer, so
-    ``module.to(torch.bfloat16)`` cannot round it.
-    Dynamic scaling depends on the sequence length, so it is recomputed per call from
-    max(positions) + 1 (as Hugging Face does); keys already in a KV cache keep the rotation
-    they were given, the pitfall discussed in chapter 7.
-
-    Args:
-        head_dim: per-head width, positive and even.
-        base: rope_theta.
-        scaling: None, a :class:`~posenc_core.rope.RopeScaling` or a Hugging Face-style
-            scaling dict (see :func:`~posenc_core.rope.parse_scaling`); kept parsed, as
-            ``self.scaling``.
-        layout: ``"half"`` or ``"interleaved"``.
-    """
-
-    def __init__(
-        self,
-        head_dim: int,
-        *,
-        base: float = 10000.0,
-        scaling: RopeScaling | Mapping[str, Any] | None = None,
-        layout: str = "half",
-    ) -> None:
-        super().__init__()
-        self.head_dim = check.even_int("head_dim", head_dim)
-        self.base = check.base_value("base", base)
-        self.scaling = parse_scaling(scaling, base=self.base)
-        self.layout = check.layout("layout", layout)
-        _inv_freq(self.base, self.head_dim, self.scaling, None)  # refuse bad combinations now
-        self._cos: torch.Tensor | None = None  # (n, d) rows for positions 0 .. n-1
-        self._sin: torch.Tensor | None = None
-
-    def forward(
-        self,
-        q: torch.Tensor,
-        k: torch.Tensor,
-        positions: torch.Tensor | int | None = None,
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Rotate queries and keys.
-
-        Args:
-            q: ``(..., s, head_dim)``, e.g. ``(b, h, s, d)``.
-            k: ``(..., s, head_dim)`` with the same sequence length as ``q``.
-            positions: None (positions 0 .. s-1), an int offset (positions offset .. offset+s-1,
-                for decoding after a KV cache), or a tensor of shape ``(s,)`` or ``(b, s)``.
-
-        Returns:
-            ``(q_rotated, k_rotated)`` with the shapes and dtypes of ``q`` and ``k``: what
-            :func:`apply_rope` gives with this module's tables.
-        """
-        pos = self._check_inputs(q, k, positions)  # (s,) or (b, s)
-        dtype = torch.float32 if q.dtype == k.dtype == torch.float32 else torch.float64
-        cos, sin = self._tables(pos, dtype, q.device)  # pos.shape + (d,)
-        if pos.dim() == 2 and q.dim() >= 4:  # (b, s, d) -> (b, 1, s, d): broadcast over heads
-            cos, sin = cos.unsqueeze(-3), sin.unsqueeze(-3)
-        return _apply(q, cos, sin, self.layout, None), _apply(k, cos, sin, self.layout, None)
-
-    def _check_inputs(
-        self, q: torch.Tensor, k: torch.Tensor, positions: torch.Tensor | int | None
-    ) -> torch.Tensor:
-        """Check forward's arguments; return the positions as a tensor of shape (s,) or (b, s)."""
-        check.tensor("q", q, min_dim=2, floating=True)
-        check.tensor("k", k, min_dim=2, floating=True)
-        for name, t in (("q", q), ("k", k)):
-            if t.shape[-1] != self.head_dim:
-                raise ValueError(
-                    f"{name} must have last dimension head_dim={self.head_dim}, "
-                    f"got shape {tuple(t.shape)}"
-                )
-        s = q.shape[-2]
-        if k.shape[-2] != s:
-            raise ValueError(
-                f"q and k must have the same sequence length, got {s} and {k.shape[-2]}; "
-                "rotate cached keys when they are first computed"
-            )
-        if k.device != q.device:
-            raise ValueError(f"q and k must be on one device, got {q.device} and {k.device}")
-        if positions is None or isinstance(positions, int) and not isinstance(positions, bool):
-            offset = check.non_negative_int(
-                "positions (offset)", 0 if positions is None else positions
-            )
-            return torch.arange(offset, offset + s, device=q.device)  # (s,)
-        check.tensor("positions", positions, min_dim=1)
-        if positions.dtype == torch.bool or positions.is_complex():
-            raise TypeError(
-                f"positions must hold integers or real numbers, got dtype {positions.dtype}"
-            )
-        check.finite("positions", positions)
-        if positions.shape[-1] != s or positions.dim() > 2:
-            raise ValueError(
-                f"positions must have shape (s,) or (b, s) with s={s}, got {tuple(positions.shape)}"
-            )
-        if positions.dim() == 2:  # the tables will have shape (b, 1, s, d), or (b, s, d)
-            table = (positions.shape[0], *([1] if q.dim() >= 4 else []), s, self.head_dim)
-            for name, t in (("q", q), ("k", k)):
-                batch = t.shape[0] if t.dim() >= 3 else 1
-                if positions.shape[0] not in (1, batch):
-                    raise ValueError(
-                        f"positions of shape {tuple(positions.shape)} give "
-                        f"{positions.shape[0]} sequences, but {name} of shape "
-                        f"{tuple(t.shape)} has batch size {batch} (its first dimension)"
-                    )
-                if _broadcast_shape(t.shape, table) != t.shape:
-                    raise ValueError(
-                        f"positions of shape {tuple(positions.shape)} give tables of shape "
-                        f"{table} that do not broadcast to {name} of shape {tuple(t.shape)}; "
-                        "per-batch positions need q and k of shape (b, s, d) or (b, h, s, d)"
-                    )
-        return positions
-
-    def _tables(
-        self, positions: torch.Tensor, dtype: torch.dtype, device: torch.device
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """cos and sin for checked ``positions`` (shape P, on any device), from the cache when
-        they are integers in [0, 2**16) and the scaling does not depend on the sequence length.
-
-        Args:
-            positions: integer or real positions, shape P.
-            dtype: dtype of the inputs they will rotate: float32 gets float32 tables, any
-                other dtype float64 ones.
-            device: where the tables go.
-
-        Returns:
-            ``(cos, sin)``, each of shape P + (head_dim,).
-        """
-        table_dtype = torch.float32 if dtype == torch.float32 else torch.float64
-        integral = not positions.is_floating_point() or bool((positions == positions.round()).all())
-        if (
-            self.scaling.depends_on_seq_len
-            or not integral
-            or positions.numel() == 0
-            or positions.min() < 0
-            or positions.max() >= _CACHE_MAX_POSITIONS
-        ):
-            return self._compute(positions.to(device), table_dtype)
-        needed = int(positions.max().item()) + 1
-        cache = self._cos
-        if (
-            cache is None
-            or cache.shape[0] < needed
-            or cache.device != device
-            or cache.dtype != table_dtype
-        ):
-            size = max(needed, cache.shape[0] if cache is not None else 0)
-            size = 1 << (size - 1).bit_length()  # next power of two
-            self._cos, self._sin = self._compute(torch.arange(size, device=device), table_dtype)
-        idx = positions.to(device=device, dtype=torch.long)
-        assert self._cos is not None and self._sin is not None
-        return self._cos[idx], self._sin[idx]  # P + (d,)
-
-    def _compute(
-        self, positions: torch.Tensor, dtype: torch.dtype
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """rope_cos_sin for this module's settings: tables of shape P + (d,) on the device of
-        ``positions`` (shape P)."""
-        pos = _float64_positions(positions)  # P, float64
-        cos, sin = _cos_sin(pos, self.head_dim, self.base, self.scaling, self.layout, dtype, None)
-        return cos.to(device=positions.device), sin.to(device=positions.device)
-
-    def extra_repr(self) -> str:
-        fields = [
-            f"head_dim={self.head_dim}",
-            f"base={self.base:g}",
-            f"layout={self.layout!r}",
-            f"scaling={self.scaling.to_dict()}",
-        ]
-        return _format.extra_repr(self, fields)

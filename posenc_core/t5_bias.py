@@ -1,0 +1,273 @@
+"""T5's relative position bias: key - query distances sorted into buckets, one learned scalar per
+head and bucket, added to the attention scores (Raffel et al. 2020, "Exploring the Limits of
+Transfer Learning with a Unified Text-to-Text Transformer", JMLR 21, Sec. 2.1).
+
+The ancestor is Shaw et al. 2018 (learned vectors for relative positions clipped at a maximum
+distance). T5 keeps one scalar per (head, bucket) and makes the buckets coarser with distance:
+exact for small distances, logarithmically wider up to ``max_distance``, and one last bucket for
+every distance beyond it. The bucket rule is Mesh TensorFlow's ``_relative_position_bucket``, as
+Hugging Face's ``T5Attention._relative_position_bucket`` and ``compute_bias`` (transformers
+5.23.0) reproduce it; ``tests/core/test_t5_bias.py`` checks both functions here against those.
+
+Notation for tensor shapes: h = heads, q = query length, k = key length, ``...`` any shape.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import torch
+from torch import nn
+
+from . import _validation as check
+
+__all__ = ["relative_position_bucket", "T5RelativePositionBias"]
+
+
+def _check_buckets(bidirectional: object, num_buckets: object, max_distance: object):
+    """Checked ``(bidirectional, num_buckets, max_distance)`` of the bucket rule."""
+    bidirectional = check.boolean("bidirectional", bidirectional)
+    num_buckets = check.positive_int("num_buckets", num_buckets)
+    if bidirectional and (num_buckets < 4 or num_buckets % 2):
+        raise ValueError(
+            "num_buckets must be an even integer >= 4 when bidirectional=True (half the buckets "
+            "for keys before the query, half for keys after it, each half with at least one "
+            f"exact and one logarithmic bucket), got {num_buckets}"
+        )
+    if num_buckets < 2:
+        raise ValueError(
+            "num_buckets must be an integer >= 2 when bidirectional=False (at least one exact "
+            f"and one logarithmic bucket), got {num_buckets}"
+        )
+    half = num_buckets // 2 if bidirectional else num_buckets
+    exact = half // 2
+    max_distance = check.positive_int("max_distance", max_distance)
+    if max_distance <= exact:
+        raise ValueError(
+            f"max_distance must be an integer greater than the {exact} exact buckets per direction "
+            f"(num_buckets={num_buckets}, bidirectional={bidirectional}: distances below {exact} "
+            f"get a bucket each, the logarithmic buckets reach up to max_distance), got "
+            f"{max_distance}"
+        )
+    return bidirectional, num_buckets, max_distance
+
+
+def _t5_log_index(n: torch.Tensor, exact: int, max_distance: int, n_log: int) -> torch.Tensor:
+    """Which logarithmic bucket T5 gives distance ``n >= exact`` (0 = the first), before capping.
+
+    floor(log(n / exact) / log(max_distance / exact) * n_log), evaluated in float32 as Mesh
+    TensorFlow and Hugging Face do: trained checkpoints saw these ids. (Exact arithmetic would
+    differ only where the logarithm's ratio is an integer and float32 rounds it down, e.g.
+    causal num_buckets=17, max_distance=27 at distance 12; never for T5's 32 and 128.)
+    """
+    ratio = torch.log(n.to(torch.float32) / exact) / math.log(max_distance / exact)
+    return (ratio * n_log).to(torch.int64)
+
+
+@functools.lru_cache(maxsize=64)
+def _bucket_starts(half: int, max_distance: int) -> torch.Tensor:
+    """The smallest distance of each bucket 1 .. half-1 of one direction -> ``(half - 1,)`` int64.
+
+    Bucket ``b`` holds the distances from ``starts[b - 1]`` up to the next start, so the bucket
+    of a distance ``n >= 0`` is the number of starts ``<= n``. Exact buckets ``1 .. exact`` start
+    at distances ``1 .. exact``; the start of logarithmic bucket ``exact + m`` is found by binary
+    search on :func:`_t5_log_index`, which is non-decreasing in ``n``. Distances from
+    ``max_distance`` on all fall in the last bucket, ``half - 1``.
+    """
+    exact = half // 2
+    n_log = half - exact
+    m = torch.arange(
+        1, n_log, dtype=torch.int64
+    )  # (n_log - 1,) logarithmic buckets after the first
+    lo = torch.full_like(m, exact)  # index(exact) = 0 < m
+    hi = torch.full_like(m, max_distance)  # index(max_distance) >= n_log - 1 >= m
+    while bool((hi - lo > 1).any()):
+        mid = (lo + hi) // 2
+        reached = _t5_log_index(mid, exact, max_distance, n_log) >= m
+        hi = torch.where(reached, mid, hi)
+        lo = torch.where(reached, lo, mid)
+    return torch.cat([torch.arange(1, exact + 1, dtype=torch.int64), hi])  # (half - 1,)
+
+
+def _buckets(
+    relative_position: torch.Tensor, bidirectional: bool, num_buckets: int, max_distance: int
+) -> torch.Tensor:
+    """:func:`relative_position_bucket` for checked arguments -> int64 of the same shape."""
+    half = num_buckets // 2 if bidirectional else num_buckets
+    starts = _bucket_starts(half, max_distance).to(relative_position.device)
+    # every |r| >= max_distance shares the last bucket, so clamping first changes no id (and
+    # keeps abs() of the most negative int64 from overflowing)
+    r = relative_position.to(torch.int64).clamp(-max_distance, max_distance)
+    if bidirectional:
+        distance = r.abs()
+        first = torch.where(r > 0, half, 0)  # keys after the query use the upper half
+    else:
+        distance = (-r).clamp(min=0)  # keys after the query (masked anyway) -> distance 0
+        first = 0
+    return first + torch.bucketize(distance, starts, right=True)
+
+
+def relative_position_bucket(
+    relative_position: torch.Tensor,
+    *,
+    bidirectional: bool = True,
+    num_buckets: int = 32,
+    max_distance: int = 128,
+) -> torch.Tensor:
+    """T5's bucket id of each relative position ``r = key position - query position``.
+
+    With ``B`` buckets per direction (``num_buckets // 2`` if bidirectional, else
+    ``num_buckets``), ``E = B // 2`` exact buckets and ``M = max_distance``, a distance ``n >= 0``
+    gets bucket ``n`` if ``n < E``, else ``min(E + floor(log(n/E) / log(M/E) * (B - E)), B - 1)``:
+    one bucket per distance up to ``E - 1``, then ``B - E`` buckets whose widths grow
+    geometrically up to ``M``, and every ``n >= M`` in the last (Raffel et al. 2020,
+    Sec. 2.1: 32 buckets, log-spaced up to an offset of 128). The logarithm is evaluated in
+    float32, as Mesh TensorFlow and Hugging Face do, so the ids are the ones T5 checkpoints were
+    trained with (see ``_t5_log_index``).
+
+    - ``bidirectional=True`` (an encoder): ``n = |r|``; keys before or at the query (``r <= 0``)
+      use buckets ``0 .. B-1``, keys after it (``r > 0``) buckets ``B + 1 .. 2B-1``: bucket
+      ``B``, the upper half's distance 0, is never used (so T5's encoders train 31 of their 32).
+    - ``bidirectional=False`` (a causal decoder): ``n = max(-r, 0)``, buckets ``0 .. B-1``. Keys
+      after the query (``r > 0``) get bucket 0, the bucket of the query's own position, as in
+      T5: a causal mask hides them anyway.
+
+    Checked in ``tests/core/test_t5_bias.py`` against Hugging Face's
+    ``T5Attention._relative_position_bucket`` (both directions, several ``num_buckets`` and
+    ``max_distance``, distances far beyond ``max_distance``) and, for T5's 32 and 128, against
+    the rule in exact integer arithmetic.
+
+    Args:
+        relative_position: integer tensor of any shape ``(...)`` (int8 to int64, or uint8):
+            key position minus query position, in tokens. Floating-point tensors are refused,
+            integer-valued or not: a distance is a whole number of tokens and a float one most
+            likely comes from a bug upstream; convert with ``.round().long()`` if that is meant.
+        bidirectional: True or False (see above).
+        num_buckets: number of buckets in all, an even integer >= 4 if bidirectional, an
+            integer >= 2 otherwise (T5: 32).
+        max_distance: an integer greater than ``E``, the number of exact buckets per
+            direction; from this distance on every distance shares the last bucket (T5: 128).
+            Values close to ``E`` leave some logarithmic buckets empty.
+
+    Returns:
+        int64 tensor of shape ``(...)``, on the input's device, with ids in
+        ``0 .. num_buckets - 1``.
+
+    Raises:
+        TypeError: a non-tensor, or a tensor that is not of an integer dtype (bool included);
+            a flag that is not a bool or a count that is not an integer.
+        ValueError: ``num_buckets`` or ``max_distance`` outside the ranges above.
+    """
+    if not isinstance(relative_position, torch.Tensor):
+        raise TypeError(
+            "relative_position must be an integer torch.Tensor (key position - query position), "
+            f"got {type(relative_position).__name__}"
+        )
+    if (
+        relative_position.is_floating_point()
+        or relative_position.is_complex()
+        or relative_position.dtype == torch.bool
+    ):
+        raise TypeError(
+            "relative_position must be an integer tensor (key position - query position, in "
+            f"tokens), got dtype {relative_position.dtype}; for integer-valued floats pass "
+            "relative_position.round().long()"
+        )
+    bidirectional, num_buckets, max_distance = _check_buckets(
+        bidirectional, num_buckets, max_distance
+    )
+    return _buckets(relative_position, bidirectional, num_buckets, max_distance)
+
+
+class T5RelativePositionBias(nn.Module):
+    """T5's learned relative position bias: one scalar per (bucket, head), added to the scores.
+
+    Entry ``(h, i, j)`` of the result is ``W[bucket(j - (offset + i)), h]`` for the learned table
+    ``W = relative_attention_bias.weight`` of shape ``(num_buckets, num_heads)`` (Raffel et al.
+    2020, Sec. 2.1; Hugging Face's ``T5Attention.compute_bias``). The table has the name and
+    shape of a T5 checkpoint's ``...block.0.layer.0.SelfAttention.relative_attention_bias``, so
+    ``module.relative_attention_bias.weight.copy_(w)`` loads one.
+
+    How T5 uses it, and what that means for :func:`posenc_core.attention`:
+
+    - **One bias for all layers.** Only the first layer of T5's encoder (and of its decoder, a
+      separate table, causal) holds the table; the bias it computes is passed on to every later
+      layer of the same stack. Cross-attention gets no position bias.
+    - **No 1/sqrt(d_h).** T5 computes ``softmax(q k^T + bias)``: the scale is folded into the
+      initialisation of the query projection (std ``(d_model * d_kv) ** -0.5`` in Hugging Face's
+      ``_init_weights``). :func:`posenc_core.attention` computes
+      ``softmax(q k^T / sqrt(d_h) + bias)``: it scales the dot product and adds the bias as
+      given. To run T5's weights through it, pass ``q * sqrt(d_h)`` (the bias unchanged); the
+      tests check that this equals Hugging Face's ``T5Attention`` output. A model trained from
+      scratch with ``attention`` needs no correction.
+
+    Checked in ``tests/core/test_t5_bias.py`` against Hugging Face's ``compute_bias`` with the
+    same weights (encoder and decoder, with a cache offset), and for the Toeplitz property.
+
+    Args:
+        num_heads: number of heads, a positive integer.
+        bidirectional: True (an encoder) or False (a causal decoder); see
+            :func:`relative_position_bucket`.
+        num_buckets: as in :func:`relative_position_bucket` (T5: 32).
+        max_distance: as in :func:`relative_position_bucket` (T5: 128).
+        init_std: standard deviation of the normal initialisation of the table, a positive
+            number; 1.0 is ``nn.Embedding``'s default, Hugging Face's T5 uses ``d_model ** -0.5``.
+    """
+
+    def __init__(
+        self,
+        num_heads: int,
+        *,
+        bidirectional: bool = True,
+        num_buckets: int = 32,
+        max_distance: int = 128,
+        init_std: float = 1.0,
+    ) -> None:
+        super().__init__()
+        self.num_heads = check.positive_int("num_heads", num_heads)
+        self.bidirectional, self.num_buckets, self.max_distance = _check_buckets(
+            bidirectional, num_buckets, max_distance
+        )
+        init_std = check.real_number("init_std", init_std)
+        if init_std <= 0:
+            raise ValueError(f"init_std must be a positive number, got {init_std}")
+        self.relative_attention_bias = nn.Embedding(self.num_buckets, self.num_heads)  # (nb, h)
+        nn.init.normal_(self.relative_attention_bias.weight, mean=0.0, std=init_std)
+
+    def extra_repr(self) -> str:
+        return (
+            f"num_heads={self.num_heads}, bidirectional={self.bidirectional}, "
+            f"num_buckets={self.num_buckets}, max_distance={self.max_distance}"
+        )
+
+    def forward(self, query_length: int, key_length: int, *, offset: int = 0) -> torch.Tensor:
+        """The additive bias for ``query_length`` queries against ``key_length`` keys.
+
+        Query row ``i`` sits at absolute position ``offset + i`` and key column ``j`` at position
+        ``j``. ``offset`` is the position of the first query: 0 for a full pass, the number of
+        cached tokens when decoding with a KV cache (Hugging Face's ``past_seen_tokens`` /
+        ``cache_position[0]``); ``forward(1, n + 1, offset=n)`` is then the last row of
+        ``forward(n + 1, n + 1)``.
+
+        Args:
+            query_length: number of queries, a positive integer.
+            key_length: number of keys, a positive integer.
+            offset: position of the first query, a non-negative integer.
+
+        Returns:
+            ``(num_heads, query_length, key_length)``, dtype and device of the table; it
+            broadcasts into the scores ``(b, h, q, k)`` of :func:`posenc_core.attention` for q
+            of shape ``(b, h, q, d_h)`` (Hugging Face returns the same values as
+            ``(1, h, q, k)``). It holds no mask: pass ``causal=True`` to ``attention`` for a
+            decoder.
+        """
+        query_length = check.positive_int("query_length", query_length)
+        key_length = check.positive_int("key_length", key_length)
+        offset = check.non_negative_int("offset", offset)
+        device = self.relative_attention_bias.weight.device
+        query_pos = torch.arange(offset, offset + query_length, device=device)  # (q,)
+        key_pos = torch.arange(key_length, device=device)  # (k,)
+        relative = key_pos[None, :] - query_pos[:, None]  # (q, k), j - i
+        buckets = _buckets(relative, self.bidirectional, self.num_buckets, self.max_distance)
+        return self.relative_attention_bias(buckets).permute(2, 0, 1)  # (q, k, h) -> (h, q, k)

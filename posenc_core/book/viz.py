@@ -17,6 +17,7 @@ from matplotlib.figure import Figure
 
 from .. import _validation as check
 from ..sinusoidal import sinusoidal_table, wavelengths
+from ..t5_bias import _check_buckets, relative_position_bucket
 
 OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
 """Okabe and Ito's palette, distinguishable under the common colour-vision deficiencies."""
@@ -731,3 +732,99 @@ def band_panels_figure(
 curves_figure = marked_curves_figure
 """Line plot of several named curves: :func:`marked_curves_figure`, under the name the
 early chapters use."""
+
+
+# ------------------------------------------------------- chapter 7 (T5's bucketed relative bias)
+
+
+def t5_bucket_figure(
+    *,
+    num_buckets: int = 32,
+    max_distance: int = 128,
+    span: int | None = None,
+    grid: int | None = None,
+    width: float = 7.0,
+    height: float = 6.4,
+) -> Figure:
+    """T5's bucket ids (:func:`~posenc_core.t5_bias.relative_position_bucket`), bidirectional
+    (an encoder) beside causal (a decoder).
+
+    Top row: the bucket id against the relative position ``r = j - i`` (key minus query), with
+    the exact region shaded, the distance from which every key shares the last bucket, and
+    ``max_distance`` marked. Bottom row: the ids on a grid of query positions i and key
+    positions j (a Toeplitz image: constant along every diagonal), sequential colours
+    (viridis).
+
+    Args:
+        num_buckets, max_distance: as in :func:`~posenc_core.t5_bias.relative_position_bucket`
+            (T5's 32 and 128 by default).
+        span: the top row shows ``r`` in ``-span .. span``, a positive integer (default
+            ``max_distance + max_distance // 4``).
+        grid: the bottom row shows ``grid`` queries and keys, a positive integer (default
+            ``span``).
+        width, height: figure size in inches.
+    """
+    for bidirectional in (True, False):  # both panels need valid arguments
+        _check_buckets(bidirectional, num_buckets, max_distance)
+    span = max_distance + max_distance // 4 if span is None else check.positive_int("span", span)
+    grid = span if grid is None else check.positive_int("grid", grid)
+    r = torch.arange(-span, span + 1)  # (2 span + 1,)
+    pos = torch.arange(grid)
+    rel = pos[None, :] - pos[:, None]  # (grid, grid), j - i
+    fig, axes = _figure(width, height, ncols=2, nrows=2, gridspec_kw={"height_ratios": [1, 1.25]})
+    images = []
+    for col, bidirectional in enumerate((True, False)):
+        kw = {
+            "bidirectional": bidirectional,
+            "num_buckets": num_buckets,
+            "max_distance": max_distance,
+        }
+        ids = relative_position_bucket(r, **kw)  # (2 span + 1,)
+        half = num_buckets // 2 if bidirectional else num_buckets
+        exact = half // 2
+        back = relative_position_bucket(-torch.arange(max_distance + 1), **kw)
+        last = int((back == half - 1).nonzero()[0])  # the last bucket starts here
+        name = "bidirectional (encoder)" if bidirectional else "causal (decoder)"
+        ax = axes[0, col]
+        lo = -exact + 0.5
+        hi = exact - 0.5 if bidirectional else 0.5
+        ax.axvspan(lo, hi, color="0.88", zorder=0, label=f"exact: |r| < {exact}")
+        ax.plot(_np(r), _np(ids), color=OKABE_ITO[col], lw=1.4, drawstyle="steps-mid")
+        marks = [(-last, f"last bucket: |r| ≥ {last}", "--")]
+        marks.append((-max_distance, f"max_distance {max_distance}", ":"))
+        if bidirectional:
+            marks += [(last, None, "--"), (max_distance, None, ":")]
+        for x, label, ls in marks:
+            ax.axvline(x, color="0.35", ls=ls, lw=1, zorder=1, label=label)
+        ax.set(
+            title=name,
+            xlabel="relative position r = j − i",
+            ylabel="bucket id" if col == 0 else "",
+            ylim=(-0.5, num_buckets - 0.5),
+        )
+        ax.grid(alpha=0.3)
+        ax.legend(
+            fontsize=7,
+            framealpha=0.9,
+            edgecolor="none",
+            loc="upper left" if bidirectional else "upper right",
+        )
+        ax = axes[1, col]
+        image = relative_position_bucket(rel, **kw)  # (grid, grid)
+        images.append(
+            ax.imshow(
+                _np(image),
+                cmap=SEQUENTIAL,
+                vmin=0,
+                vmax=num_buckets - 1,
+                interpolation="nearest",
+                aspect="equal",
+            )
+        )
+        ax.set(
+            xlabel="key position j",
+            ylabel="query position i" if col == 0 else "",
+            title=f"bucket ids, {grid} × {grid}",
+        )
+    fig.colorbar(images[-1], ax=list(axes[1]), fraction=0.04, pad=0.02, label="bucket id")
+    return fig

@@ -4,6 +4,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 import torch
@@ -113,3 +114,36 @@ def test_bad_figure_arguments_name_the_argument():
         viz.pair_layout_figure(7)
     with pytest.raises(ValueError, match=r"head_dim must be an integer in 2..32, got 34"):
         viz.pair_layout_figure(34)
+
+
+def test_t5_bucket_figure_draws_the_bucket_ids():
+    from posenc_core.t5_bias import relative_position_bucket
+
+    fig = viz.t5_bucket_figure(span=150, grid=40)
+    fig.canvas.draw()  # it renders
+    curves, images = fig.axes[0:2], fig.axes[2:4]
+    r = np.arange(-150, 151)
+    for ax, bidirectional in zip(curves, (True, False)):
+        ids = relative_position_bucket(torch.from_numpy(r), bidirectional=bidirectional)
+        line = next(line for line in ax.lines if len(line.get_ydata()) == r.size)
+        np.testing.assert_array_equal(line.get_xdata(), r)
+        np.testing.assert_array_equal(line.get_ydata(), ids.numpy())
+        assert ax.get_xlabel() == "relative position r = j − i"
+    assert curves[0].get_ylabel() == "bucket id"
+    assert [ax.get_title() for ax in curves] == ["bidirectional (encoder)", "causal (decoder)"]
+    legend = [t.get_text() for t in curves[0].get_legend().get_texts()]
+    assert legend == ["exact: |r| < 8", "last bucket: |r| ≥ 91", "max_distance 128"]
+    pos = torch.arange(40)
+    for ax, bidirectional in zip(images, (True, False)):
+        image = ax.images[0]
+        expected = relative_position_bucket(pos[None] - pos[:, None], bidirectional=bidirectional)
+        np.testing.assert_array_equal(image.get_array(), expected.numpy())
+        assert image.get_cmap().name == viz.SEQUENTIAL and image.get_clim() == (0, 31)
+        assert ax.get_xlabel() == "key position j"
+    assert images[0].get_ylabel() == "query position i"
+    assert fig.axes[-1].get_ylabel() == "bucket id"  # the colour bar
+    plt.close(fig)
+    with pytest.raises(ValueError, match=r"max_distance must be an integer greater than the 8"):
+        viz.t5_bucket_figure(max_distance=8)
+    with pytest.raises(ValueError, match=r"span must be a positive integer, got 0"):
+        viz.t5_bucket_figure(span=0)

@@ -3,20 +3,26 @@
 Query and key vectors are split into head_dim/2 pairs; pair i at position m is rotated by the
 angle m * theta_i with theta_i = base ** (-2i / head_dim):
 ``rope(x) = x * cos + rotate_pairs(x) * sin``. Because rotations compose, the score
-<R_m q, R_n k> = <q, R_{n-m} k> depends on the positions only through n - m.
+<R_m q, R_n k> = <q, R_{n-m} k> depends on the positions only through n - m. Partial rotary
+(GPT-NeoX, GPT-J, Phi) rotates only the first ``rotary_dim`` dims of each head, with
+theta_i = base ** (-2i / rotary_dim), and passes the rest through.
 
 Two layouts say which elements form a pair: ``"half"`` (x[i], x[i + d/2]), Hugging Face's
 ``rotate_half``; and ``"interleaved"`` (x[2i], x[2i+1]), RoFormer's, Meta's Llama code's and
 torchtune's. Context-extension ``scaling`` takes the dicts of Hugging Face configs
 (``rope_scaling`` / ``rope_parameters``): ``linear``, ``ntk``, ``dynamic``, ``yarn``,
-``llama3``.
+``llama3``, ``longrope``. A whole model configuration (a ``PretrainedConfig`` or the dict of
+a ``config.json``) gives a ready module: ``RotaryEmbedding.from_config(config)``.
 
 Where each part lives:
 
 * ``formula.py``: the formula (``rope_formula``),
   :func:`rotate_pairs` and the tables (:func:`rope_angles`, :func:`rope_cos_sin`);
 * ``apply.py``: :func:`apply_rope`, the checked entry point that applies it;
-* ``module.py``: :class:`RotaryEmbedding` (cached tables for queries and keys);
+* ``module.py``: :class:`RotaryEmbedding` (cached tables for queries and keys; partial
+  rotary; ``from_config``);
+* ``config.py``: :class:`RopeConfig` and :func:`rope_config_from_hf`, the RoPE settings of a
+  Hugging Face config (head_dim, rotary_dim, base, scaling, layout);
 * ``kernels.py``: the fast paths (compiled kernel, eager chunks, bfloat16/float16 correct
   rounding), each bit-identical to the formula;
 * ``scaling.py``: :class:`RopeScaling`, :func:`parse_scaling` and one inverse-frequency
@@ -29,11 +35,14 @@ within float32 rounding of the exact value at any position up to 2**20 and beyon
 bfloat16/float16 requests get the correctly rounded value. (Building positions or angles in
 bf16 makes cos/sin wrong by O(1) past a few thousand positions; in all-fp32 arithmetic the
 error reaches about 1e-2 at position 131072.) Tests: ``tests/core/test_rope.py`` (properties,
-bit-exactness of every path) and ``tests/core/test_rope_reference.py`` (Hugging Face, Meta,
-RoFormer's matrix).
+bit-exactness of every path), ``tests/core/test_rope_reference.py`` (Hugging Face, Meta,
+RoFormer's matrix), ``test_rope_module.py`` (the module: partial rotary, positions per row,
+dynamic NTK and LongRoPE per call), ``test_rope_config.py`` (configs) and
+``test_rope_models.py`` (Hugging Face's own models, run with posenc_core's rotation).
 """
 
 from .apply import apply_rope
+from .config import RopeConfig, rope_config_from_hf
 from .formula import LAYOUTS, rope_angles, rope_cos_sin, rotate_pairs
 from .layouts import half_to_interleaved, interleaved_to_half, permute_qk_weight
 from .module import RotaryEmbedding
@@ -50,6 +59,7 @@ __all__ = [
     "LAYOUTS",
     "ROPE_TYPES",
     "VARIANTS",
+    "RopeConfig",
     "RopeScaling",
     "RotaryEmbedding",
     "apply_rope",
@@ -59,6 +69,7 @@ __all__ = [
     "permute_qk_weight",
     "rope_angles",
     "rope_attention_factor",
+    "rope_config_from_hf",
     "rope_cos_sin",
     "rope_frequencies",
     "rotate_pairs",

@@ -2,9 +2,12 @@
 
 It checks its arguments once, builds (or looks up) the cos/sin tables for the positions it is
 given, and rotates with :func:`~posenc_core.rope.apply.apply_rope`'s unchecked core
-(``apply._apply``).
+(``apply._apply``), which rotates the first r = rotary_dim dims of each head and passes the
+rest through. :meth:`RotaryEmbedding.from_config` builds one from a Hugging Face config
+(parsed by :func:`~posenc_core.rope.config.rope_config_from_hf`).
 
-Notation for tensor shapes: b = batch, h = heads, s = sequence, d = head_dim.
+Notation for tensor shapes: b = batch, h = heads, s = sequence, d = head_dim,
+r = rotary_dim (<= d), P = any shape of positions.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from torch import nn
 from .. import _format
 from .. import _validation as check
 from .apply import _apply, _broadcast_shape
+from .config import rope_config_from_hf
 from .formula import _cos_sin, _float64_positions
 from .scaling import RopeScaling, _inv_freq, parse_scaling
 
@@ -30,24 +34,42 @@ _CACHE_MAX_POSITIONS = 1 << 16
 class RotaryEmbedding(nn.Module):
     """RoPE for query and key tensors, with a cache that grows with the sequence.
 
-    cos/sin rows for positions 0 .. n-1 are cached in float32 for float32 inputs and in
-    float64 otherwise (float64 inputs, and bfloat16/float16 ones, whose result is then the
-    correctly rounded exact rotation), and regrown to the next power of two when a larger
-    position arrives (positions of 2**16 and more are computed per call instead, so a
-    decoding step far into a sequence does not allocate rows for every position before it),
-    or rebuilt when the inputs move to another device; the cache is not a buffer, so
-    ``module.to(torch.bfloat16)`` cannot round it.
-    Dynamic scaling depends on the sequence length, so it is recomputed per call from
-    max(positions) + 1 (as Hugging Face does); keys already in a KV cache keep the rotation
-    they were given, the pitfall discussed in chapter 7.
+    **Partial rotary.** The first ``rotary_dim`` dims of each head are rotated, with
+    frequencies over that width, theta_i = base**(-2i/rotary_dim), i < rotary_dim / 2 (as
+    Hugging Face computes them for ``partial_rotary_factor``, and as GPT-J's ``rotary_dim``);
+    pairs are formed by ``layout`` within those dims, and dims ``rotary_dim ..`` pass through
+    unchanged (GPT-NeoX/Pythia rotate 25% of each head, GPT-J 64 of 256 dims, Phi-2 40%).
+
+    **Tables and cache.** cos/sin rows (width rotary_dim) for positions 0 .. n-1 are cached in
+    float32 for float32 inputs and in float64 otherwise (float64 inputs, and bfloat16/float16
+    ones, whose result is then the correctly rounded exact rotation), and regrown to the next
+    power of two when a larger position arrives (positions of 2**16 and more are computed per
+    call instead, so a decoding step far into a sequence does not allocate rows for every
+    position before it), or rebuilt when the inputs move to another device; the cache is not a
+    buffer, so ``module.to(torch.bfloat16)`` cannot round it.
+
+    **Length-dependent scaling (dynamic NTK, LongRoPE), stated precisely.** Each call uses
+    one sequence length, L = max(positions) + 1 over the whole call (every row of a (b, s)
+    positions tensor; an int offset o gives L = o + s), as Hugging Face's
+    ``dynamic_rope_update`` does. Dynamic NTK then uses the base for max(L, L0) (L <= L0: plain
+    RoPE); LongRoPE uses ``long_factor`` when L > L0 and ``short_factor`` otherwise. Nothing
+    is kept between calls: a call's tables depend only on its own positions, never on what
+    the module saw before (Hugging Face's module keeps the frequencies of the longest call so
+    far while the length stays >= L0, so a long prompt changes the rotation of a later,
+    shorter one: transformers issue 25306; ``tests/core/test_rope_module.py`` reproduces it
+    with transformers' own class). What no per-call rule can fix: keys rotated in an earlier
+    call and kept in a KV cache keep the base (or factors) of the call that rotated them, so
+    after decoding past L0 the cached keys and the new queries disagree (issue 25104).
+    Rotate the whole sequence again (one call over all positions) to get one consistent base.
 
     Args:
-        head_dim: per-head width, positive and even.
+        head_dim: per-head width d, positive and even.
         base: rope_theta.
         scaling: None, a :class:`~posenc_core.rope.RopeScaling` or a Hugging Face-style
             scaling dict (see :func:`~posenc_core.rope.parse_scaling`); kept parsed, as
             ``self.scaling``.
-        layout: ``"half"`` or ``"interleaved"``.
+        layout: ``"half"`` or ``"interleaved"`` (pairs within the rotated dims).
+        rotary_dim: the rotated width r, even, 2 <= r <= head_dim; None: head_dim.
     """
 
     def __init__(
@@ -57,15 +79,52 @@ class RotaryEmbedding(nn.Module):
         base: float = 10000.0,
         scaling: RopeScaling | Mapping[str, Any] | None = None,
         layout: str = "half",
+        rotary_dim: int | None = None,
     ) -> None:
         super().__init__()
         self.head_dim = check.even_int("head_dim", head_dim)
+        if rotary_dim is None:
+            self.rotary_dim = self.head_dim
+        else:
+            self.rotary_dim = check.int_in_range("rotary_dim", rotary_dim, 2, self.head_dim)
+            check.even_int("rotary_dim", rotary_dim)
         self.base = check.base_value("base", base)
         self.scaling = parse_scaling(scaling, base=self.base)
         self.layout = check.layout("layout", layout)
-        _inv_freq(self.base, self.head_dim, self.scaling, None)  # refuse bad combinations now
-        self._cos: torch.Tensor | None = None  # (n, d) rows for positions 0 .. n-1
+        _inv_freq(self.base, self.rotary_dim, self.scaling, None)  # refuse bad combinations now
+        self._cos: torch.Tensor | None = None  # (n, r) rows for positions 0 .. n-1
         self._sin: torch.Tensor | None = None
+
+    @classmethod
+    def from_config(cls, config: Any, *, layout: str | None = None) -> RotaryEmbedding:
+        """The rotary embedding a Hugging Face model applies, from its configuration.
+
+        Reads head_dim, rotary_dim, base, scaling and layout with
+        :func:`~posenc_core.rope.rope_config_from_hf` (its docstring lists the keys of each
+        architecture and the checks); checked against the models' own classes in
+        ``tests/core/test_rope_models.py``.
+
+        Args:
+            config: a ``transformers`` ``PretrainedConfig`` (anything with ``to_dict()``) or the
+                dict of a ``config.json``.
+            layout: None (the architecture's: ``"interleaved"`` for GPT-J and CodeGen, whose
+                ``rotate_every_two`` pairs dims (2i, 2i+1); ``"half"`` for every model using
+                ``rotate_half``) or a layout that overrides it (for weights permuted with
+                :func:`~posenc_core.rope.permute_qk_weight`, say).
+
+        Returns:
+            a :class:`RotaryEmbedding`.
+        """
+        rc = rope_config_from_hf(config)
+        if layout is not None:
+            layout = check.layout("layout", layout)
+        return cls(
+            rc.head_dim,
+            base=rc.base,
+            scaling=rc.scaling,
+            layout=rc.layout if layout is None else layout,
+            rotary_dim=rc.rotary_dim,
+        )
 
     def forward(
         self,
@@ -78,17 +137,23 @@ class RotaryEmbedding(nn.Module):
         Args:
             q: ``(..., s, head_dim)``, e.g. ``(b, h, s, d)``.
             k: ``(..., s, head_dim)`` with the same sequence length as ``q``.
-            positions: None (positions 0 .. s-1), an int offset (positions offset .. offset+s-1,
-                for decoding after a KV cache), or a tensor of shape ``(s,)`` or ``(b, s)``.
+            positions: None (positions 0 .. s-1), an int offset >= 0 (positions offset ..
+                offset+s-1, for decoding after a KV cache), or a real (integer or float,
+                finite) tensor of shape ``(s,)`` (one sequence for every row) or ``(b, s)``
+                (one per row: a left-padded batch, see
+                :func:`~posenc_core.positions.positions_from_attention_mask`, or packed
+                documents, :func:`~posenc_core.positions.packed_positions`); ``(b, s)`` needs q
+                and k of shape ``(b, s, d)`` or ``(b, h, s, d)`` (b may also be 1).
 
         Returns:
             ``(q_rotated, k_rotated)`` with the shapes and dtypes of ``q`` and ``k``: what
-            :func:`apply_rope` gives with this module's tables.
+            :func:`apply_rope` gives with this module's tables (dims rotary_dim .. head_dim-1
+            unchanged).
         """
         pos = self._check_inputs(q, k, positions)  # (s,) or (b, s)
         dtype = torch.float32 if q.dtype == k.dtype == torch.float32 else torch.float64
-        cos, sin = self._tables(pos, dtype, q.device)  # pos.shape + (d,)
-        if pos.dim() == 2 and q.dim() >= 4:  # (b, s, d) -> (b, 1, s, d): broadcast over heads
+        cos, sin = self._tables(pos, dtype, q.device)  # pos.shape + (r,)
+        if pos.dim() == 2 and q.dim() >= 4:  # (b, s, r) -> (b, 1, s, r): broadcast over heads
             cos, sin = cos.unsqueeze(-3), sin.unsqueeze(-3)
         return _apply(q, cos, sin, self.layout, None), _apply(k, cos, sin, self.layout, None)
 
@@ -158,7 +223,7 @@ class RotaryEmbedding(nn.Module):
             device: where the tables go.
 
         Returns:
-            ``(cos, sin)``, each of shape P + (head_dim,).
+            ``(cos, sin)``, each of shape P + (rotary_dim,).
         """
         table_dtype = torch.float32 if dtype == torch.float32 else torch.float64
         integral = not positions.is_floating_point() or bool((positions == positions.round()).all())
@@ -183,20 +248,22 @@ class RotaryEmbedding(nn.Module):
             self._cos, self._sin = self._compute(torch.arange(size, device=device), table_dtype)
         idx = positions.to(device=device, dtype=torch.long)
         assert self._cos is not None and self._sin is not None
-        return self._cos[idx], self._sin[idx]  # P + (d,)
+        return self._cos[idx], self._sin[idx]  # P + (r,)
 
     def _compute(
         self, positions: torch.Tensor, dtype: torch.dtype
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """rope_cos_sin for this module's settings: tables of shape P + (d,) on the device of
-        ``positions`` (shape P)."""
+        """rope_cos_sin for this module's settings: tables of shape P + (r,) on the device of
+        ``positions`` (shape P); dynamic and LongRoPE take seq_len = max(positions) + 1."""
         pos = _float64_positions(positions)  # P, float64
-        cos, sin = _cos_sin(pos, self.head_dim, self.base, self.scaling, self.layout, dtype, None)
+        r = self.rotary_dim
+        cos, sin = _cos_sin(pos, r, self.base, self.scaling, self.layout, dtype, None)
         return cos.to(device=positions.device), sin.to(device=positions.device)
 
     def extra_repr(self) -> str:
         fields = [
             f"head_dim={self.head_dim}",
+            f"rotary_dim={self.rotary_dim}",
             f"base={self.base:g}",
             f"layout={self.layout!r}",
             f"scaling={self.scaling.to_dict()}",

@@ -30,6 +30,25 @@ from ..sinusoidal import frequencies
 L0 = "original_max_position_embeddings"
 
 
+def _divisors(name: str, value: object) -> tuple[float, ...]:
+    """LongRoPE's per-frequency factors as a non-empty tuple of finite floats > 0."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
+        raise TypeError(
+            f"{name} must be a list or tuple of positive numbers (one per frequency), "
+            f"got {type(value).__name__} {value!r}"
+        )
+    if not value:
+        raise ValueError(f"{name} must hold one positive number per frequency, got {value!r}")
+    out = tuple(check.real_number(f"{name}[{i}]", v) for i, v in enumerate(value))
+    bad = [i for i, v in enumerate(out) if v <= 0]
+    if bad:
+        raise ValueError(
+            f"{name} must hold numbers > 0 (each divides a frequency), got {name}[{bad[0]}]="
+            f"{out[bad[0]]}"
+        )
+    return out
+
+
 @dataclass(frozen=True)
 class RopeScaling:
     """A parsed, checked context-extension scaling: the ``rope_type`` and its parameters.
@@ -43,15 +62,18 @@ class RopeScaling:
         rope_type: one of ``ROPE_TYPES``.
         factor: context-extension factor s >= 1 (every type but ``default``).
         original_max_position_embeddings: L0, the context length the model was trained on
-            (``dynamic``, ``yarn``, ``llama3``).
+            (``dynamic``, ``yarn``, ``llama3``, ``longrope``).
         beta_fast, beta_slow: YaRN's rotation counts that bound the ramp (defaults 32 and 1;
             0 or None means the default, as in Hugging Face).
         truncate: YaRN: round the ramp's ends to whole dimensions (default True).
-        attention_factor: YaRN: the factor cos and sin are multiplied by; None derives it
-            (see :attr:`attention_scaling`).
+        attention_factor: YaRN, LongRoPE: the factor cos and sin are multiplied by; None
+            derives it (see :attr:`attention_scaling`).
         mscale, mscale_all_dim: YaRN (DeepSeek): derive the attention factor as
             mscale(s, mscale) / mscale(s, mscale_all_dim); 0 or None: not used.
         low_freq_factor, high_freq_factor: Llama 3.1's wavelength bounds L0 / factor.
+        short_factor, long_factor: LongRoPE (Phi-3): one positive divisor per frequency
+            (``rotary_dim // 2`` of them, checked where the rotary width is known), used for
+            sequences of length <= L0 and > L0 respectively; kept as tuples of floats.
     """
 
     rope_type: str = "default"
@@ -65,6 +87,8 @@ class RopeScaling:
     mscale_all_dim: float | None = None
     low_freq_factor: float | None = None
     high_freq_factor: float | None = None
+    short_factor: tuple[float, ...] | None = None
+    long_factor: tuple[float, ...] | None = None
 
     def __post_init__(self) -> None:
         check.choice("scaling['rope_type']", self.rope_type, VARIANTS)
@@ -84,6 +108,10 @@ class RopeScaling:
 
         def put(name: str, value: Any) -> None:  # frozen: normalise through object.__setattr__
             object.__setattr__(self, name, value)
+
+        for name in ("short_factor", "long_factor"):
+            if getattr(self, name) is not None:
+                put(name, _divisors(f"scaling['{name}']", getattr(self, name)))
 
         if self.factor is not None:
             put("factor", check.factor_value("scaling['factor']", self.factor))
@@ -123,12 +151,15 @@ class RopeScaling:
                 )
             put("low_freq_factor", low)
             put("high_freq_factor", high)
+        if variant.validate is not None:
+            variant.validate(self)
 
     @property
     def attention_scaling(self) -> float:
         """The factor cos and sin are multiplied by (Hugging Face's ``attention_scaling``), so
         scores scale by its square: ``attention_factor`` if given, else the type's default
-        (YaRN: 0.1 ln(s) + 1, Peng et al. 2023, Eq. 22; every other type: 1)."""
+        (YaRN: 0.1 ln(s) + 1, Peng et al. 2023, Eq. 22; LongRoPE:
+        sqrt(1 + ln(s) / ln(L0)); every other type: 1)."""
         if self.attention_factor is not None:
             return self.attention_factor
         default = VARIANTS[self.rope_type].attention_scaling
@@ -144,6 +175,9 @@ class RopeScaling:
         variant = VARIANTS[self.rope_type]
         keys = variant.required + variant.optional
         given = {key: getattr(self, key) for key in keys if getattr(self, key) is not None}
+        for key in ("short_factor", "long_factor"):  # lists, as in a config.json
+            if key in given:
+                given[key] = list(given[key])
         return {"rope_type": self.rope_type, **given}
 
     def __repr__(self) -> str:
@@ -266,6 +300,54 @@ def llama3_inv_freq(
     )
 
 
+def longrope_inv_freq(
+    base: float, head_dim: int, scaling: RopeScaling, seq_len: int | None
+) -> torch.Tensor:
+    """theta_i / lambda_i with one factor lambda_i per frequency: ``long_factor`` when the
+    sequence is longer than L0 (seq_len > L0), ``short_factor`` otherwise (seq_len None: short).
+    LongRoPE (Ding et al. 2024, "LongRoPE: Extending LLM Context Window Beyond 2 Million
+    Tokens"; Phi-3's ``su`` scaling). Hugging Face: ``_compute_longrope_parameters``, with the
+    choice made by ``longrope_frequency_update`` (``dynamic_rope_update``). ``head_dim`` is the
+    rotary width here, so the factors must number ``head_dim // 2``: checked here, where the
+    width is known (a length comparison)."""
+    long = seq_len is not None and seq_len > scaling.original_max_position_embeddings
+    name = "long_factor" if long else "short_factor"
+    for key in ("short_factor", "long_factor"):
+        if len(getattr(scaling, key)) != head_dim // 2:
+            raise ValueError(
+                f"scaling['{key}'] must hold rotary_dim // 2 = {head_dim // 2} factors (one per "
+                f"frequency), got {len(getattr(scaling, key))}"
+            )
+    divisors = torch.tensor(getattr(scaling, name), dtype=torch.float64)  # (d/2,)
+    return frequencies(head_dim, base=base) / divisors
+
+
+def longrope_attention_scaling(scaling: RopeScaling) -> float:
+    """LongRoPE's default attention factor sqrt(1 + ln(s) / ln(L0)) for s > 1, else 1, as Hugging
+    Face's ``_compute_longrope_parameters`` (Phi-3's ``scaling_factor``). Hugging Face takes s
+    from ``factor`` or, when that is absent, max_position_embeddings / L0 of the model config;
+    :func:`~posenc_core.rope.rope_config_from_hf` does the same, so here ``factor`` is given
+    (or ``attention_factor``, which then wins)."""
+    s, l0 = scaling.factor, scaling.original_max_position_embeddings
+    return 1.0 if s <= 1 else math.sqrt(1 + math.log(s) / math.log(l0))
+
+
+def _check_longrope(scaling: RopeScaling) -> None:
+    """LongRoPE needs s (``factor``) or the factor itself for its attention factor, and two
+    factor lists of one length."""
+    if scaling.factor is None and scaling.attention_factor is None:
+        raise ValueError(
+            "scaling of rope_type 'longrope' needs 'factor' or 'attention_factor' (Hugging Face "
+            "takes factor = max_position_embeddings / original_max_position_embeddings from the "
+            "model config; RotaryEmbedding.from_config does the same), got neither"
+        )
+    if len(scaling.short_factor) != len(scaling.long_factor):
+        raise ValueError(
+            "scaling['short_factor'] and scaling['long_factor'] must have one length (rotary_dim "
+            f"// 2), got {len(scaling.short_factor)} and {len(scaling.long_factor)}"
+        )
+
+
 # --------------------------------------------------------------------------- the table
 
 
@@ -277,6 +359,7 @@ class Variant(NamedTuple):
     optional: tuple[str, ...] = ()  # keys it may give (RopeScaling's defaults otherwise)
     attention_scaling: Callable[[RopeScaling], float] | None = None  # None: 1
     depends_on_seq_len: bool = False  # recomputed from the sequence length on every call
+    validate: Callable[[RopeScaling], None] | None = None  # its own check, end of __post_init__
 
 
 _YARN_OPTIONAL = (
@@ -294,6 +377,14 @@ VARIANTS: dict[str, Variant] = {
     "dynamic": Variant(dynamic_inv_freq, ("factor", L0), depends_on_seq_len=True),
     "yarn": Variant(yarn_inv_freq, ("factor", L0), _YARN_OPTIONAL, yarn_attention_scaling),
     "llama3": Variant(llama3_inv_freq, ("factor", L0, "low_freq_factor", "high_freq_factor")),
+    "longrope": Variant(
+        longrope_inv_freq,
+        ("short_factor", "long_factor", L0),
+        ("factor", "attention_factor"),
+        longrope_attention_scaling,
+        depends_on_seq_len=True,
+        validate=_check_longrope,
+    ),
 }
 ROPE_TYPES = tuple(VARIANTS)
 
@@ -306,11 +397,14 @@ def parse_scaling(
 ) -> RopeScaling:
     """Parse a Hugging Face scaling dict once into a checked :class:`RopeScaling`.
 
-    Accepts Hugging Face's key names: ``rope_type`` or the legacy ``type`` (``"su"`` and
-    ``"longrope"`` are not supported) and the keys ``VARIANTS`` lists for that type; other
-    keys are ignored, as the type does not use them. A ``rope_theta`` entry must agree with
-    ``base``, and a ``partial_rotary_factor`` must be 1. Checked against
-    ``transformers.modeling_rope_utils`` (``tests/core/test_rope_reference.py``).
+    Accepts Hugging Face's key names: ``rope_type`` or the legacy ``type`` and the keys
+    ``VARIANTS`` lists for that type; other keys are ignored, as the type does not use them.
+    ``"su"``, Phi-3's old name for ``"longrope"``, is refused with a message giving the new
+    name (Hugging Face renames it only inside ``Phi3Config``; ``rope_config_from_hf`` does the
+    same for ``model_type`` ``"phi3"``). A ``rope_theta`` entry must agree with ``base``, and a
+    ``partial_rotary_factor`` must be 1: the rotary width is the module's ``rotary_dim`` (or
+    comes from a whole config through :func:`~posenc_core.rope.rope_config_from_hf`). Checked
+    against ``transformers.modeling_rope_utils`` (``tests/core/test_rope_reference.py``).
 
     Args:
         scaling: None (no scaling), a :class:`RopeScaling` (returned as it is) or a mapping as
@@ -330,6 +424,12 @@ def parse_scaling(
             f"got {type(scaling).__name__}"
         )
     rope_type = scaling.get("rope_type", scaling.get("type", "default"))
+    if rope_type == "su":
+        raise ValueError(
+            f"scaling['rope_type'] must be one of {', '.join(repr(t) for t in VARIANTS)}; got "
+            "'su', Phi-3's old name for 'longrope' (Hugging Face's Phi3Config renames it): pass "
+            "rope_type='longrope'"
+        )
     check.choice("scaling['rope_type']", rope_type, VARIANTS)
     if "rope_theta" in scaling:
         theta = check.base_value("scaling['rope_theta']", scaling["rope_theta"])
@@ -340,8 +440,9 @@ def parse_scaling(
     prf = scaling.get("partial_rotary_factor")
     if prf is not None and check.real_number("scaling['partial_rotary_factor']", prf) != 1.0:
         raise ValueError(
-            "scaling['partial_rotary_factor'] must be 1.0 (partial rotary is not supported), "
-            f"got {prf}"
+            f"scaling['partial_rotary_factor'] must be 1.0 here, got {prf}: the rotated width is "
+            "not a scaling parameter; pass rotary_dim=int(head_dim * partial_rotary_factor) to "
+            "RotaryEmbedding, or build it from the whole config with RotaryEmbedding.from_config"
         )
     variant = VARIANTS[rope_type]
     for key in variant.required:
@@ -402,12 +503,19 @@ def rope_frequencies(
       the dims that make beta_fast and beta_slow rotations over L0 (Peng et al. 2023, Eq. 18-20).
     * ``llama3``: wavelengths shorter than L0/high_freq_factor kept, longer than
       L0/low_freq_factor divided by factor, smoothly interpolated between (Llama 3.1).
+    * ``longrope``: theta_i / long_factor[i] when seq_len > L0, else theta_i / short_factor[i]
+      (LongRoPE, Phi-3).
+
+    For partial rotary pass the rotary width as ``head_dim``: Hugging Face computes the
+    frequencies over ``int(head_dim * partial_rotary_factor)`` dims, theta_i =
+    base**(-2i/rotary_dim).
 
     Args:
         head_dim: per-head width, positive and even.
         base: rope_theta, finite and > 1.
         scaling: None, a :class:`RopeScaling` or a dict (see :func:`parse_scaling`).
-        seq_len: current sequence length, used only by ``dynamic`` (default: L0, no change).
+        seq_len: current sequence length, used only by ``dynamic`` (default: L0, no change)
+            and ``longrope`` (default: the short factors).
 
     Returns:
         float64 tensor of shape ``(head_dim // 2,)``.

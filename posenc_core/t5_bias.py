@@ -189,14 +189,14 @@ class T5RelativePositionBias(nn.Module):
     shape of a T5 checkpoint's ``...block.0.layer.0.SelfAttention.relative_attention_bias``, so
     ``module.relative_attention_bias.weight.copy_(w)`` loads one.
 
-    How T5 uses it, and what that means for :func:`posenc_core.attention`:
+    How T5 uses it, and what that means for :func:`~posenc_core.attention.attention`:
 
     - **One bias for all layers.** Only the first layer of T5's encoder (and of its decoder, a
       separate table, causal) holds the table; the bias it computes is passed on to every later
       layer of the same stack. Cross-attention gets no position bias.
     - **No 1/sqrt(d_h).** T5 computes ``softmax(q k^T + bias)``: the scale is folded into the
       initialisation of the query projection (std ``(d_model * d_kv) ** -0.5`` in Hugging Face's
-      ``_init_weights``). :func:`posenc_core.attention` computes
+      ``_init_weights``). :func:`~posenc_core.attention.attention` computes
       ``softmax(q k^T / sqrt(d_h) + bias)``: it scales the dot product and adds the bias as
       given. To run T5's weights through it, pass ``q * sqrt(d_h)`` (the bias unchanged); the
       tests check that this equals Hugging Face's ``T5Attention`` output. A model trained from
@@ -257,10 +257,10 @@ class T5RelativePositionBias(nn.Module):
 
         Returns:
             ``(num_heads, query_length, key_length)``, dtype and device of the table; it
-            broadcasts into the scores ``(b, h, q, k)`` of :func:`posenc_core.attention` for q
-            of shape ``(b, h, q, d_h)`` (Hugging Face returns the same values as
-            ``(1, h, q, k)``). It holds no mask: pass ``causal=True`` to ``attention`` for a
-            decoder.
+            broadcasts into the scores ``(b, h, q, k)`` of
+            :func:`~posenc_core.attention.attention` for q of shape ``(b, h, q, d_h)`` (Hugging
+            Face returns the same values as ``(1, h, q, k)``). It holds no mask: pass
+            ``causal=True`` to ``attention`` for a decoder.
         """
         query_length = check.positive_int("query_length", query_length)
         key_length = check.positive_int("key_length", key_length)

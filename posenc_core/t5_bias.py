@@ -121,8 +121,9 @@ def relative_position_bucket(
     ``num_buckets``), ``E = B // 2`` exact buckets and ``M = max_distance``, a distance ``n >= 0``
     gets bucket ``n`` if ``n < E``, else ``min(E + floor(log(n/E) / log(M/E) * (B - E)), B - 1)``:
     one bucket per distance up to ``E - 1``, then ``B - E`` buckets whose widths grow
-    geometrically up to ``M``, and every ``n >= M`` in the last (Raffel et al. 2020,
-    Sec. 2.1: 32 buckets, log-spaced up to an offset of 128). The logarithm is evaluated in
+    geometrically up to ``M``, and every ``n >= M`` in the last, which may start before ``M``
+    (at 91 for T5's encoder; Raffel et al. 2020, Sec. 2.1: 32 buckets, log-spaced up to an
+    offset of 128). The logarithm is evaluated in
     float32, as Mesh TensorFlow and Hugging Face do, so the ids are the ones T5 checkpoints were
     trained with (see ``_t5_log_index``).
 

@@ -6,8 +6,14 @@ Both check their arguments once and then call ``_apply``, which trusts them: wit
 (:func:`~posenc_core.rope.formula.rope_formula`), otherwise one of the fast paths in
 ``kernels.py``, each bit-identical to it.
 
-Notation for tensor shapes: b = batch, h = heads, s = sequence, d = head_dim, P = any shape
-of positions.
+Partial rotary (GPT-NeoX/Pythia, GPT-J, Phi): tables narrower than the head, of width
+r < d, rotate the first r dims of every head (pairs by ``layout`` within them, as Hugging
+Face's ``apply_rotary_pos_emb`` does with ``rotate_half`` on ``q[..., :r]``, and GPT-J's
+``rotate_every_two`` on its first ``rotary_dim`` dims) and pass ``x[..., r:]`` through bit
+for bit.
+
+Notation for tensor shapes: b = batch, h = heads, s = sequence, d = head_dim, r = rotary
+width (the tables' last dimension, r <= d), P = any shape of positions.
 """
 
 from __future__ import annotations
@@ -27,47 +33,71 @@ def apply_rope(
     *,
     layout: str = "half",
     fused: bool | None = None,
+    out: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """Rotate every pair of ``x`` by its angle: ``x * cos + rotate_pairs(x) * sin``.
+    """Rotate every pair of ``x[..., :r]`` by its angle: ``x * cos + rotate_pairs(x) * sin``,
+    where r is the tables' width; ``x[..., r:]`` passes through unchanged (partial rotary).
 
     Su et al. 2021, Eq. 34. Equal bit for bit to that formula evaluated in the working dtype
     (the dtype of ``x``; float64 for bfloat16/float16 inputs, then rounded once to their
     dtype), on every path (``tests/core/test_rope.py``); within float rounding of Hugging
     Face's ``apply_rotary_pos_emb`` for ``layout="half"`` and of Meta's Llama
     ``apply_rotary_emb`` (complex multiplication) and RoFormer's block-diagonal matrix for
-    ``"interleaved"`` (``tests/core/test_rope_reference.py``). Out of place; ``x`` is not
-    modified.
+    ``"interleaved"`` (``tests/core/test_rope_reference.py``). With r < d it is Hugging
+    Face's GPT-NeoX / Phi / Phi-3 partial rotary (``layout="half"``) and GPT-J's
+    (``"interleaved"``).
 
     Args:
-        x: ``(..., s, d)`` floating tensor, e.g. ``(b, h, s, d)``, with an even d.
+        x: ``(..., s, d)`` floating tensor, e.g. ``(b, h, s, d)``; d need not be even when
+            r < d (only the first r dims are paired).
         cos, sin: floating tables from :func:`~posenc_core.rope.rope_cos_sin` with the same
-            ``layout``, of shape ``(s, d)`` or anything that broadcasts to ``x`` (e.g.
-            ``(b, 1, s, d)``), on the device of ``x``.
-        layout: ``"half"`` or ``"interleaved"``.
-        fused: ``None`` (choose: the compiled kernel for float32/float64 CPU tensors of at
-            least 2**22 elements with one shared table, else the eager path), ``True`` (the
-            compiled kernel: float32/float64 CPU tensors without autograd; compile errors are
-            raised) or ``False`` (never compile). With autograd the plain formula runs.
+            ``layout``, of shape ``(s, r)`` or anything that broadcasts to ``x[..., :r]``
+            (e.g. ``(b, 1, s, r)``), on the device of ``x``; r even, 2 <= r <= d (r = d:
+            the whole head is rotated, the usual case; r < d: partial rotary).
+        layout: ``"half"`` (pairs (i, i + r/2)) or ``"interleaved"`` (pairs (2i, 2i + 1)),
+            within the first r dims.
+        fused: ``None`` (choose: a compiled kernel for large CPU inputs with one shared
+            table, else the eager path), ``True`` (the compiled kernel: CPU tensors without
+            autograd, float32/float64, or bfloat16/float16 with tables of the same dtype;
+            compile errors are raised) or ``False`` (never compile). With autograd the
+            plain formula runs.
+        out: optional tensor of the shape, dtype and device of ``x`` to write the result
+            into (returned); ``out=x`` rotates in place, and a slice of a larger buffer
+            (a KV cache, ``out=cache[:, :, t0:t1]``) works. It must not partly overlap
+            ``x``, and no input may require grad (as torch's own ``out=`` functions refuse).
 
     Returns:
-        tensor of the shape, dtype and device of ``x``. Float32/float64: the formula's values
-        for the given tables. bfloat16/float16: the formula in float64, rounded once, i.e. the
-        correctly rounded value (with float64 tables, as :class:`RotaryEmbedding` uses for
-        such inputs, the correctly rounded exact rotation).
+        ``out``, or a new tensor of the shape, dtype and device of ``x``. Float32/float64:
+        the formula's values for the given tables. bfloat16/float16: the correctly rounded
+        value (to nearest, ties to even) of the formula on the given inputs (with float64
+        tables, as :class:`RotaryEmbedding` uses for such inputs, the correctly rounded
+        exact rotation).
     """
-    _check_apply_args(x, cos, sin, layout, fused)
-    return _apply(x, cos, sin, layout, fused)
+    _check_apply_args(x, cos, sin, layout, fused, out)
+    return _apply(x, cos, sin, layout, fused, out)
 
 
 def _apply(
-    x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str, fused: bool | None
+    x: torch.Tensor,
+    cos: torch.Tensor,
+    sin: torch.Tensor,
+    layout: str,
+    fused: bool | None,
+    out: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """:func:`apply_rope` for checked arguments."""
-    work = torch.float64 if x.dtype in LOW_PRECISION else x.dtype
-    cos, sin = cos.to(work), sin.to(work)
+    """:func:`apply_rope` for checked arguments (r = cos.shape[-1] <= d = x.shape[-1])."""
+    if out is not None and out is not x and _same_view(out, x):
+        out = x  # another view of the same elements: rotate in place
     if _needs_grad(x, cos, sin) or torch.compiler.is_compiling():
-        return round_once(rope_formula(x, cos, sin, layout), x.dtype)
-    return kernels.rotate(x, cos, sin, layout, fused)
+        work = torch.float64 if x.dtype in LOW_PRECISION else x.dtype
+        cos, sin, r = cos.to(work), sin.to(work), cos.shape[-1]
+        y = round_once(rope_formula(x[..., :r], cos, sin, layout), x.dtype)  # (..., s, r)
+        if r < x.shape[-1]:
+            y = torch.cat((y, x[..., r:]), -1)  # (..., s, d)
+        return y if out is None else out.copy_(y)
+    work = kernels.working_dtype(x.dtype, cos.dtype)
+    cos, sin = cos.to(work), sin.to(work)
+    return kernels.rotate(x, cos, sin, layout, fused, out)
 
 
 def _needs_grad(*tensors: torch.Tensor) -> bool:
@@ -75,27 +105,34 @@ def _needs_grad(*tensors: torch.Tensor) -> bool:
 
 
 def _check_apply_args(
-    x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str, fused: bool | None
+    x: torch.Tensor,
+    cos: torch.Tensor,
+    sin: torch.Tensor,
+    layout: str,
+    fused: bool | None,
+    out: torch.Tensor | None,
 ) -> None:
     check.tensor("x", x, min_dim=2, floating=True)
     check.tensor("cos", cos, min_dim=1, floating=True)
     check.tensor("sin", sin, min_dim=1, floating=True)
     check.layout("layout", layout)
-    d = check.even_int("x.shape[-1] (head_dim)", x.shape[-1])
+    d = x.shape[-1]
     if cos.shape != sin.shape:
         raise ValueError(
             f"cos and sin must have the same shape, got {tuple(cos.shape)} and {tuple(sin.shape)}"
         )
-    if cos.shape[-1] != d:
+    r = cos.shape[-1]
+    if r % 2 or r < 2 or r > d:
         raise ValueError(
-            f"cos and sin must have last dimension head_dim={d} (the last dimension of x), "
-            f"got shape {tuple(cos.shape)}"
+            f"cos and sin must have an even last dimension r (the rotary width) with "
+            f"2 <= r <= head_dim={d} (the last dimension of x), got shape {tuple(cos.shape)}"
         )
-    if _broadcast_shape(x.shape, cos.shape) != x.shape:
+    rotated = (*x.shape[:-1], r)
+    if _broadcast_shape(rotated, cos.shape) != rotated:
         raise ValueError(
             f"cos and sin of shape {tuple(cos.shape)} must broadcast to x of shape "
-            f"{tuple(x.shape)} (..., seq, head_dim); for per-batch positions give them shape "
-            "(b, 1, s, d)"
+            f"{tuple(x.shape)} (..., seq, head_dim; the first {r} dims are rotated); for "
+            f"per-batch positions give them shape (b, 1, s, {r})"
         )
     if cos.device != x.device or sin.device != x.device:
         raise ValueError(
@@ -105,6 +142,8 @@ def _check_apply_args(
         raise TypeError(
             f"fused must be None, True or False, got {fused!r} of type {type(fused).__name__}"
         )
+    if out is not None:
+        _check_out(x, cos, sin, out)
     if not fused:
         return
     if _needs_grad(x, cos, sin):
@@ -116,12 +155,62 @@ def _check_apply_args(
         raise ValueError(
             f"fused=True is for CPU tensors, got x on {x.device}; use fused=None or False"
         )
-    if x.dtype not in kernels.FUSED_DTYPES:
+    if not kernels.can_fuse(x.dtype, cos.dtype, sin.dtype):
         raise ValueError(
-            f"fused=True is for float32 and float64 tensors, got x of dtype {x.dtype} "
-            "(bfloat16/float16 are rotated in float64 and rounded once by the eager path); "
-            "use fused=None or False"
+            f"fused=True is for float32 and float64 tensors, and for bfloat16/float16 x with "
+            f"tables of the same dtype; got x of dtype {x.dtype} and tables of dtype "
+            f"{cos.dtype}, {sin.dtype} (low-precision x with wider tables is rotated in "
+            "float64 and rounded once by the eager path); use fused=None or False"
         )
+
+
+def _check_out(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, out: object) -> None:
+    """``out`` has x's shape, dtype and device, is x itself or shares no memory with it, and
+    no input requires grad."""
+    if not isinstance(out, torch.Tensor):
+        raise TypeError(f"out must be None or a torch.Tensor, got {type(out).__name__}")
+    if out.shape != x.shape or out.dtype != x.dtype or out.device != x.device:
+        raise ValueError(
+            f"out must have the shape, dtype and device of x ({tuple(x.shape)}, {x.dtype}, "
+            f"{x.device}), got {tuple(out.shape)}, {out.dtype}, {out.device}"
+        )
+    if torch.is_grad_enabled() and any(t.requires_grad for t in (x, cos, sin, out)):
+        raise ValueError(
+            "out= does not support autograd (as torch's own out= functions), but an input "
+            "or out requires grad; call apply_rope without out, or under torch.no_grad()"
+        )
+    if _same_view(out, x):
+        return
+    if _may_overlap(out, x) or _may_overlap(out, cos) or _may_overlap(out, sin):
+        raise ValueError(
+            "out must be x itself (same storage offset and strides, to rotate in place) or "
+            "share no memory with x, cos or sin; got an out that partly overlaps them"
+        )
+
+
+def _same_view(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return (
+        a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
+        and a.storage_offset() == b.storage_offset()
+        and a.stride() == b.stride()
+    )
+
+
+def _may_overlap(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Whether the memory spans of a and b (first to last byte addressed) intersect: torch's
+    own test for ``out=`` arguments (``at::get_overlap_status``), conservative for views
+    that interleave without sharing an element."""
+    if a.numel() == 0 or b.numel() == 0:
+        return False
+    if a.untyped_storage().data_ptr() != b.untyped_storage().data_ptr():
+        return False
+
+    def span(t: torch.Tensor) -> tuple[int, int]:  # strides are never negative in torch
+        extent = sum((n - 1) * st for n, st in zip(t.shape, t.stride())) + 1
+        return t.data_ptr(), t.data_ptr() + extent * t.element_size()
+
+    (a0, a1), (b0, b1) = span(a), span(b)
+    return a0 < b1 and b0 < a1
 
 
 def _broadcast_shape(*shapes: torch.Size | tuple[int, ...]) -> torch.Size | None:

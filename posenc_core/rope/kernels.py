@@ -3,20 +3,27 @@
 
 Every product and sum of ``x * cos + rotate_pairs(x) * sin`` is its own operation, rounded once
 as the formula rounds it; no fused multiply-add (it rounds once where the formula rounds twice).
-``tests/core/test_rope.py`` asserts the equality bit for bit for each path, every table shape
-and both layouts:
+``tests/core/test_rope.py`` asserts the equality bit for bit for each path, every table shape,
+both layouts, partial rotary and ``out=``:
 
 * :func:`rotate` picks a path for a call and falls back from a failed compile;
 * :class:`FusedKernel`: the formula compiled by ``torch.compile`` into one pass that reads x
-  once and writes the result once (float32/float64 CPU tensors);
+  once and writes the result once, straight into the output buffer (float32/float64 CPU
+  tensors);
 * :func:`apply_eager`: cache-sized chunks with ``out=`` arithmetic; for bfloat16/float16 inputs
   each chunk is rotated in float64 and rounded once, on the bits, in place
   (``_numerics.round_once_into``), with a guard for results below float32's normal range.
 
+Partial rotary (tables of width r < d): the paths rotate ``x[..., :r]`` into ``out[..., :r]``
+and copy ``x[..., r:]`` into ``out[..., r:]`` (nothing to copy when rotating in place).
+
 They trust their arguments: ``apply_rope`` and ``RotaryEmbedding.forward`` check them, convert
-the tables to the working dtype (float64 for bfloat16/float16 inputs, else the input's) and
-route autograd and ``torch.compile`` callers to the plain formula. Timings and the measurements
-behind the constants below are in ``benchmarks/README.md``.
+the tables to the working dtype (:func:`working_dtype`) and route autograd and
+``torch.compile`` callers to the plain formula. Timings and the measurements behind the
+constants below are in ``benchmarks/README.md``.
+
+Notation for tensor shapes: n = the leading dimensions of x flattened, s = sequence,
+d = head_dim, r = rotary width (r <= d).
 """
 
 from __future__ import annotations
@@ -27,17 +34,17 @@ from typing import Any
 
 import torch
 
-from .._numerics import round_once, round_once_into
-from .formula import _halves, rope_formula
+from .._numerics import LOW_PRECISION, round_once, round_once_into
+from .formula import _halves
 
 # Target number of elements per chunk of the eager path: small enough that the intermediate
 # reads and writes of one chunk stay in cache, large enough that the Python loop costs little.
 CHUNK_ELEMENTS = 1 << 20
 CHUNK_ELEMENTS_LOW = 1 << 18  # for bfloat16/float16 inputs (float64 work): best of 2**16..2**20
 
-# fused=None runs the compiled kernel for float32/float64 CPU inputs of at least this many
-# elements (16 MB of float32: beyond that, one pass over memory instead of the eager path's
-# cache-resident passes pays for itself; smaller calls never wait for a compile).
+# fused=None runs the compiled kernel for CPU inputs of at least this many elements (16 MB of
+# float32: beyond that, one pass over memory instead of the eager path's cache-resident passes
+# pays for itself; smaller calls never wait for a compile).
 FUSED_MIN_ELEMENTS = 1 << 22
 FUSED_DTYPES = (torch.float32, torch.float64)
 FUSED_RECOMPILE_LIMIT = 64
@@ -51,45 +58,64 @@ FUSED_RECOMPILE_LIMIT = 64
 LOW_MIN_INPUT = 2.0**-33
 
 
+def working_dtype(x_dtype: torch.dtype, table_dtype: torch.dtype) -> torch.dtype:
+    """The dtype the formula is evaluated in: x's own for float32/float64; for bfloat16/float16
+    x, the tables' dtype when it is x's (the fused kernel's exact float32 arithmetic, or float64
+    on the other paths), float64 otherwise."""
+    if x_dtype in LOW_PRECISION:
+        return x_dtype if table_dtype == x_dtype else torch.float64
+    return x_dtype
+
+
+def can_fuse(x_dtype: torch.dtype, cos_dtype: torch.dtype, sin_dtype: torch.dtype) -> bool:
+    """Whether ``fused=True`` has a kernel for these dtypes."""
+    return x_dtype in FUSED_DTYPES
+
+
 def rotate(
-    x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str, fused: bool | None
+    x: torch.Tensor,
+    cos: torch.Tensor,
+    sin: torch.Tensor,
+    layout: str,
+    fused: bool | None,
+    out: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """apply_rope without autograd: the fused kernel or the eager path.
 
     Args:
         x: ``(..., s, d)`` floating tensor, not requiring grad.
-        cos, sin: tables in the working dtype, broadcasting to ``x``.
+        cos, sin: ``(..., s or 1, r)`` tables in the working dtype, broadcasting to
+            ``x[..., :r]``.
         layout: ``"half"`` or ``"interleaved"``.
         fused: None (the fused kernel for float32/float64 CPU inputs of at least
             ``FUSED_MIN_ELEMENTS`` with one shared table, unless compiling failed before), True
             (the fused kernel; a compile error is raised) or False (the eager path).
+        out: None, x itself (in place) or a tensor of x's shape, dtype and device that shares
+            no memory with x.
 
     Returns:
-        tensor of the shape, dtype and device of ``x``.
+        ``out``, or a new contiguous tensor of the shape, dtype and device of ``x``.
     """
-    s, d = x.shape[-2], x.shape[-1]
-    table_is_shared = cos.dim() <= 2 or all(n == 1 for n in cos.shape[:-2])
+    d, r = x.shape[-1], cos.shape[-1]
+    in_place = out is x
+    if out is None:
+        out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     if x.numel() == 0:  # e.g. an empty sequence: nothing to rotate, and reshape(-1, 0, d) fails
-        return torch.empty(x.shape, dtype=x.dtype, device=x.device)
+        return out
+    table_is_shared = cos.dim() <= 2 or all(n == 1 for n in cos.shape[:-2])
     required = bool(fused)
     if fused is None:
         fused = (
             fused_kernel.error is None
             and x.device.type == "cpu"
-            and x.dtype in FUSED_DTYPES
+            and can_fuse(x.dtype, cos.dtype, sin.dtype)
             and table_is_shared
             and x.numel() >= FUSED_MIN_ELEMENTS
         )
     if fused:
-        x3 = x.reshape(-1, s, d)  # (n, s, d)
-        if table_is_shared:
-            cos2 = cos.reshape(cos.shape[-2:]) if cos.dim() >= 2 else cos.reshape(1, d)
-            cos3, sin3 = cos2.contiguous(), sin.reshape(cos2.shape).contiguous()  # (s or 1, d)
-        else:  # per-batch tables: broadcast them to x's shape in memory first
-            cos3 = cos.expand(x.shape).reshape(-1, s, d)  # (n, s, d)
-            sin3 = sin.expand(x.shape).reshape(-1, s, d)
         try:
-            return fused_kernel(x3, cos3, sin3, layout).view(x.shape)
+            _rotate_fused(x, cos, sin, layout, out, in_place, table_is_shared)
+            return out
         except Exception as exc:  # noqa: BLE001 - any failure to compile means: use the eager path
             if required:
                 raise RuntimeError(f"apply_rope(fused=True): torch.compile failed: {exc}") from exc
@@ -100,7 +126,84 @@ def rotate(
                 RuntimeWarning,
                 stacklevel=4,  # the caller of apply_rope
             )
-    return apply_eager(x, cos, sin, layout, table_is_shared)
+    if x.dtype in LOW_PRECISION and cos.dtype != torch.float64:
+        cos, sin = cos.double(), sin.double()  # exact: the eager path works in float64
+    if r < d and not in_place:
+        out[..., r:].copy_(x[..., r:])  # partial rotary: the rest passes through
+    apply_eager(x[..., :r], cos, sin, layout, table_is_shared, out[..., :r])
+    return out
+
+
+def _rows(t: torch.Tensor, s: int, width: int) -> torch.Tensor | None:
+    """``t`` as an ``(n, s, width)`` view, or None where its strides do not allow one."""
+    try:
+        return t.view(-1, s, width)
+    except RuntimeError:
+        return None
+
+
+def _rotate_fused(
+    x: torch.Tensor,
+    cos: torch.Tensor,
+    sin: torch.Tensor,
+    layout: str,
+    out: torch.Tensor,
+    in_place: bool,
+    table_is_shared: bool,
+) -> None:
+    """The fused kernel on ``(n, s, r)`` views of x and out (copies where no view exists)."""
+    s, d, r = x.shape[-2], x.shape[-1], cos.shape[-1]
+    if table_is_shared:
+        cos3 = cos.reshape(cos.shape[-2:]) if cos.dim() >= 2 else cos.reshape(1, r)  # (s|1, r)
+        sin3 = sin.reshape(cos3.shape)
+    else:  # per-batch tables: broadcast them to x's shape in memory first
+        cos3 = cos.expand(*x.shape[:-1], r).reshape(-1, s, r)  # (n, s, r)
+        sin3 = sin.expand(*x.shape[:-1], r).reshape(-1, s, r)
+    cos3, sw3 = cos3.contiguous(), _signed_sin(sin3, layout)
+    x3 = _rows(x, s, d)
+    o3 = x3 if in_place else _rows(out, s, d)
+    if x3 is None or o3 is None:  # strides that no (n, s, d) view has: go through a copy
+        buf = x.contiguous() if in_place else torch.empty(x.shape, dtype=x.dtype)
+        _rotate_fused(
+            buf if in_place else x.contiguous(), cos, sin, layout, buf, in_place, table_is_shared
+        )
+        out.copy_(buf)
+        return
+    if in_place:
+        fused_kernel.in_place(x3[..., :r], cos3, sw3, layout)
+        return
+    fused_kernel.into(x3[..., :r], cos3, sw3, o3[..., :r], layout)
+    if r < d:
+        o3[..., r:].copy_(x3[..., r:])  # partial rotary: the rest passes through
+
+
+def _rotated(x: torch.Tensor, cos: torch.Tensor, sin_signed: torch.Tensor, layout: str):
+    """``x * cos + partner(x) * sin_signed`` as one pointwise expression (the compiled body).
+
+    ``partner`` exchanges the two elements of every pair, written as a flip of a size-2
+    dimension so that Inductor emits straight vector loads and one store per element, into
+    whatever buffer receives the result. ``sin_signed`` (:func:`_signed_sin`: -sin on the
+    first element of every pair) makes it the formula bit for bit: (x1 c1 - x2 s1,
+    x2 c2 + x1 s2), since (-a) * b == -(a * b) and u + (-w) == u - w exactly.
+    """
+    r = cos.shape[-1]
+    shape = (2, r // 2) if layout == "half" else (r // 2, 2)
+    pair_dim = -2 if layout == "half" else -1
+    xv = x.unflatten(-1, shape).to(cos.dtype)  # (n, s, 2, r/2) or (n, s, r/2, 2)
+    cv, sv = cos.unflatten(-1, shape), sin_signed.unflatten(-1, shape)
+    return (xv * cv + xv.flip(pair_dim) * sv).flatten(-2)  # (n, s, r)
+
+
+def _into_body(
+    x: torch.Tensor, cos: torch.Tensor, sin_signed: torch.Tensor, out: torch.Tensor, layout: str
+) -> None:
+    out.copy_(_rotated(x, cos, sin_signed, layout))
+
+
+def _in_place_body(
+    x: torch.Tensor, cos: torch.Tensor, sin_signed: torch.Tensor, layout: str
+) -> None:
+    x.copy_(_rotated(x, cos, sin_signed, layout))  # Inductor sees the aliasing: a temporary
 
 
 class FusedKernel:
@@ -108,63 +211,104 @@ class FusedKernel:
 
     Compiled on first use (a few seconds; Inductor keeps its own on-disk cache), with the
     leading and sequence dimensions dynamic so a new batch size or sequence length does not
-    compile again; head_dim, dtype and layout are specialised (one compile each). Inductor
-    compiles C++ with ``-ffp-contract=off`` by default, so every product and sum is rounded as
-    in the formula and the result equals it bit for bit (tested). If compiling fails (no C++
+    compile again; head_dim, dtype, layout and the strides' pattern are specialised (one
+    compile each). The result is written by the compiled loop straight into the output
+    buffer (``out=``, a slice of a KV cache, or a fresh tensor). Inductor compiles C++ with
+    ``-ffp-contract=off`` and ``-fno-unsafe-math-optimizations`` (set explicitly below, in
+    case the environment says otherwise), so every product and sum is rounded as in the
+    formula and the result equals it bit for bit (tested). If compiling fails (no C++
     compiler, say), :func:`rotate` keeps the reason in ``error`` and auto mode stops trying.
     """
 
+    OPTIONS = {
+        "cpp.enable_floating_point_contract_flag": "off",
+        "cpp.enable_unsafe_math_opt_flag": False,
+    }
+
     def __init__(self) -> None:
-        self.fn: Any = None
+        self.fns: dict[str, Any] = {}
         self.error: str | None = None
 
-    def __call__(
-        self, x3: torch.Tensor, cos2: torch.Tensor, sin2: torch.Tensor, layout: str
-    ) -> torch.Tensor:
-        """Rotate ``x3`` of shape (n, s, d) by tables of shape (s or 1, d) or (n, s, d)."""
-        if self.fn is None:
-            self.fn = torch.compile(rope_formula, dynamic=False, fullgraph=True)
+    def _compiled(self, name: str, body: Any) -> Any:
+        if name not in self.fns:
+            self.fns[name] = torch.compile(
+                body, dynamic=False, fullgraph=True, options=self.OPTIONS
+            )
+        return self.fns[name]
+
+    def into(
+        self,
+        x3: torch.Tensor,
+        cos: torch.Tensor,
+        sin_signed: torch.Tensor,
+        out3: torch.Tensor,
+        layout: str,
+    ) -> None:
+        """Write the rotation of ``x3`` (n, s, r) into ``out3`` (n, s, r), tables (s|1, r) or
+        (n, s, r)."""
+        self._call(self._compiled("into", _into_body), (x3, cos, sin_signed, out3), layout)
+
+    def in_place(
+        self, x3: torch.Tensor, cos: torch.Tensor, sin_signed: torch.Tensor, layout: str
+    ) -> None:
+        """Rotate ``x3`` (n, s, r) in place."""
+        self._call(self._compiled("in_place", _in_place_body), (x3, cos, sin_signed), layout)
+
+    @staticmethod
+    def _call(fn: Any, tensors: tuple[torch.Tensor, ...], layout: str) -> None:
         # fresh views, so marking dimensions dynamic leaves the caller's tensors untouched
-        x3, cos2, sin2 = x3.view(x3.shape), cos2.view(cos2.shape), sin2.view(sin2.shape)
-        for t, dims in ((x3, (0, 1)), (cos2, (0,)), (sin2, (0,))):
+        views = [t.view(t.shape) for t in tensors]
+        for t in views:
+            dims = (0, 1) if t.dim() == 3 else (0,)
             for dim in dims:
                 torch._dynamo.maybe_mark_dynamic(t, dim)
         # one compile per head_dim, dtype and layout (and per size-1 dimension, which dynamo
         # specialises): allow more of them than dynamo's default of 8 per function
         with torch.no_grad(), torch._dynamo.config.patch(recompile_limit=FUSED_RECOMPILE_LIMIT):
-            return self.fn(x3, cos2, sin2, layout)
+            fn(*views, layout)
 
 
 fused_kernel = FusedKernel()
 
 
 def apply_eager(
-    x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str, table_is_shared: bool
-) -> torch.Tensor:
+    x: torch.Tensor,
+    cos: torch.Tensor,
+    sin: torch.Tensor,
+    layout: str,
+    table_is_shared: bool,
+    out: torch.Tensor,
+) -> None:
     """The eager path: chunks of ``CHUNK_ELEMENTS`` (``CHUNK_ELEMENTS_LOW`` for bfloat16/float16,
     whose chunks are rotated in float64 and rounded once) with ``out=`` arithmetic.
 
     Args:
-        x: ``(..., s, d)`` floating tensor, with at least one element.
-        cos, sin: tables in the working dtype, broadcasting to ``x``.
+        x: ``(..., s, r)`` floating tensor (all of x, or its first r dims), at least one
+            element.
+        cos, sin: tables in the working dtype (float64 for bfloat16/float16 x), broadcasting
+            to ``x``.
         layout: ``"half"`` or ``"interleaved"``.
-        table_is_shared: whether every leading dimension of the tables is 1 (one (s, d) table).
-
-    Returns:
-        tensor of the shape, dtype and device of ``x``.
+        table_is_shared: whether every leading dimension of the tables is 1 (one (s, r) table).
+        out: ``(..., s, r)`` tensor of x's dtype to write into: x itself (in place), or
+            sharing no memory with it.
     """
     work = cos.dtype
     s, d = x.shape[-2], x.shape[-1]
     sin_sw = _swap_sin(sin, layout)  # rotate_pairs(x) * sin == x * sin_sw with each pair exchanged
     if not table_is_shared:
-        out = torch.empty(x.shape, dtype=work, device=x.device)
-        _rotate_into(x.to(work), cos, sin_sw, out, torch.empty_like(out), layout)
-        return round_once(out, x.dtype)
+        res = torch.empty(x.shape, dtype=work, device=x.device)
+        _rotate_into(x.to(work), cos, sin_sw, res, torch.empty_like(res), layout)
+        out.copy_(round_once(res, x.dtype))
+        return
+    outs = _rows(out, s, d)  # (n, s, d)
+    if outs is None:  # strides that no (n, s, d) view has: rotate into a buffer, then copy
+        buf = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+        apply_eager(x, cos, sin, layout, table_is_shared, buf)
+        out.copy_(buf)
+        return
     cos2 = cos.reshape(cos.shape[-2:]) if cos.dim() >= 2 else cos.reshape(1, d)  # (s or 1, d)
     sin2 = sin_sw.reshape(cos2.shape)
-    xs = x.reshape(-1, s, d)  # (n, s, d); a view when x is contiguous
-    out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
-    outs = out.view(-1, s, d)  # (n, s, d)
+    xs = x.reshape(-1, s, d)  # (n, s, d); a view when x's strides allow it (always in place)
     n = xs.shape[0]
     # chunk over the leading rows, and over the sequence too when one sequence is large
     low = work != x.dtype
@@ -197,7 +341,15 @@ def apply_eager(
                     round_once_into(xw, ob, bits[: xb.shape[0], : xb.shape[1]])
             else:
                 _rotate_into(xb, cb, sb, ob, tb, layout)
-    return out
+
+
+def _signed_sin(sin: torch.Tensor, layout: str) -> torch.Tensor:
+    """The table (-sin of the first, sin of the second element of every pair), contiguous:
+    ``partner(x) * sin_signed`` is ``rotate_pairs(x) * sin``."""
+    signed = sin.clone(memory_format=torch.contiguous_format)
+    first, _ = _halves(signed, layout)
+    first.neg_()
+    return signed
 
 
 def _swap_sin(sin: torch.Tensor, layout: str) -> torch.Tensor:

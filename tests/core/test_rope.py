@@ -588,13 +588,20 @@ class _Spy:
     """Stands in for kernels.fused_kernel: records calls, then runs the real kernel or raises."""
 
     def __init__(self, fail=False):
-        self.calls, self.fail, self.error = 0, fail, None
+        self.calls, self.fail, self.error, self.real = 0, fail, None, kernels.FusedKernel()
 
-    def __call__(self, *args):
+    def _record(self):
         self.calls += 1
         if self.fail:
             raise RuntimeError("no C++ compiler here\nsecond line")
-        return kernels.FusedKernel()(*args)
+
+    def into(self, *args):
+        self._record()
+        return self.real.into(*args)
+
+    def in_place(self, *args):
+        self._record()
+        return self.real.in_place(*args)
 
 
 def test_auto_mode_fuses_large_float_cpu_inputs_only(monkeypatch):
@@ -807,9 +814,9 @@ BAD = [
     ),
     (
         "rope_type",
-        lambda: pc.rope_frequencies(8, scaling={"rope_type": "longrope", "factor": 2.0}),
+        lambda: pc.rope_frequencies(8, scaling={"rope_type": "mystery", "factor": 2.0}),
         ValueError,
-        r"rope_type.*'linear'.*'ntk'.*'dynamic'.*'yarn'.*'llama3'.*'longrope'",
+        r"rope_type.*'linear'.*'ntk'.*'dynamic'.*'yarn'.*'llama3'.*'longrope'.*'mystery'",
     ),
     (
         "legacy type",
@@ -920,10 +927,65 @@ BAD = [
         r"cos and sin.*\(6, 8\).*x.*\(2, 5, 8\)",
     ),
     (
-        "cos wrong head_dim",
-        lambda: pc.apply_rope(_X, torch.zeros(5, 4), torch.zeros(5, 4)),
+        "cos wider than x",
+        lambda: pc.apply_rope(_X, torch.zeros(5, 10), torch.zeros(5, 10)),
         ValueError,
-        r"cos and sin.*head_dim=8.*\(5, 4\)",
+        r"cos and sin must have an even last dimension r.*2 <= r <= head_dim=8.*\(5, 10\)",
+    ),
+    (
+        "cos odd rotary width",
+        lambda: pc.apply_rope(_X, torch.zeros(5, 5), torch.zeros(5, 5)),
+        ValueError,
+        r"even last dimension r.*head_dim=8.*got shape \(5, 5\)",
+    ),
+    (
+        "cos empty rotary width",
+        lambda: pc.apply_rope(_X, torch.zeros(5, 0), torch.zeros(5, 0)),
+        ValueError,
+        r"2 <= r <= head_dim=8.*got shape \(5, 0\)",
+    ),
+    (
+        "partial tables do not broadcast",
+        lambda: pc.apply_rope(_X, torch.zeros(6, 4), torch.zeros(6, 4)),
+        ValueError,
+        r"cos and sin of shape \(6, 4\) must broadcast to x of shape \(2, 5, 8\).*first 4",
+    ),
+    (
+        "out of another shape",
+        lambda: pc.apply_rope(_X, _COS, _COS, out=torch.zeros(2, 5, 6)),
+        ValueError,
+        r"out must have the shape, dtype and device of x \(\(2, 5, 8\), torch\.float32, cpu\), "
+        r"got \(2, 5, 6\), torch\.float32, cpu",
+    ),
+    (
+        "out of another dtype",
+        lambda: pc.apply_rope(_X, _COS, _COS, out=torch.zeros(2, 5, 8, dtype=torch.float64)),
+        ValueError,
+        r"out must have the shape, dtype.*got \(2, 5, 8\), torch\.float64",
+    ),
+    (
+        "out not a tensor",
+        lambda: pc.apply_rope(_X, _COS, _COS, out=[0.0]),
+        TypeError,
+        r"out must be None or a torch\.Tensor, got list",
+    ),
+    (
+        "out partly overlapping x",
+        lambda: pc.apply_rope((buf := torch.zeros(3, 5, 8))[:2], _COS, _COS, out=buf[1:]),
+        ValueError,
+        r"out must be x itself .* or share no memory with x, cos or sin; got an out that partly",
+    ),
+    (
+        "out overlapping the table",
+        lambda: pc.apply_rope(torch.zeros(1, 5, 8), (t := torch.zeros(1, 5, 8))[0], t[0], out=t),
+        ValueError,
+        r"partly overlaps",
+    ),
+    (
+        "out with autograd",
+        lambda: pc.apply_rope(_X.clone().requires_grad_(), _COS, _COS, out=torch.zeros(2, 5, 8)),
+        ValueError,
+        r"out= does not support autograd.*requires grad",
     ),
     (
         "cos vs sin",
@@ -960,7 +1022,8 @@ BAD = [
         "fused bfloat16",
         lambda: pc.apply_rope(_X.bfloat16(), _COS, _COS, fused=True),
         ValueError,
-        r"fused=True is for float32 and float64 tensors, got x of dtype torch\.bfloat16",
+        r"fused=True is for float32 and float64 tensors, and for bfloat16/float16 x with tables "
+        r"of the same dtype; got x of dtype torch\.bfloat16 and tables of dtype torch\.float32",
     ),
     (
         "fused off the CPU",
@@ -1162,9 +1225,9 @@ BAD = [
     ),
     (
         "RopeScaling type",
-        lambda: pc.RopeScaling("longrope", factor=2.0),
+        lambda: pc.RopeScaling("mystery", factor=2.0),
         ValueError,
-        r"rope_type.*'default'.*'llama3'.*'longrope'",
+        r"rope_type.*'default'.*'llama3'.*'longrope'.*'mystery'",
     ),
     (
         "RopeScaling factor",

@@ -3,7 +3,8 @@
 Two layers, one folder each:
 
 * the numerical core, ``posenc_core/`` (``sinusoidal``, ``rotation``, ``learned``, ``alibi``,
-  ``attention``, ``rope``, ``analysis`` and the private ``_validation``, ``_numerics``,
+  ``attention``, ``rope``, ``positions`` (positions per row: padding, packing), ``t5_bias``
+  (T5's relative position bias), ``analysis`` and the private ``_validation``, ``_numerics``,
   ``_format``). It imports only torch, numpy and the standard library, never matplotlib,
   ipywidgets, IPython or anything in ``posenc_core.book``, so ``import posenc_core`` stays
   light (``tests/core/test_package.py`` checks both in a fresh process and by reading the
@@ -13,9 +14,13 @@ Two layers, one folder each:
   not imported here.
 
 This namespace holds the 30 names below; everything else stays importable from its module
-(``posenc_core.rope.rope_angles``, ``posenc_core.analysis.similarity_by_offset``, ...).
+(``posenc_core.rope.rope_angles``, ``posenc_core.analysis.similarity_by_offset``,
+``posenc_core.positions.packed_positions``, ``posenc_core.t5_bias.T5RelativePositionBias``, ...),
+and every core module is reachable as an attribute (``pc.positions``, ``pc.t5_bias``).
 """
 
+from . import positions as positions
+from . import t5_bias as t5_bias
 from ._numerics import warm_up_trigonometry as _warm_up_trigonometry
 from .alibi import alibi_bias, alibi_key_bias, alibi_slopes
 from .analysis import (

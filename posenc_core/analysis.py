@@ -3,15 +3,18 @@
 * similarity of encodings across positions (cosine-similarity matrices, similarity by offset);
 * how distinguishable positions stay for a base and length (nearest-neighbour margins);
 * the RoPE score as a function of relative distance, and RoFormer's decay bound;
+* the lower bound on the RoPE base for a context length (Men et al. 2024);
 * the four-term decomposition of an attention score when position is added to content.
 
-All computations are in float64. Notation: n = positions, d = width, s = sequence.
+All computations are in float64. Notation: n = positions, d = width, s = sequence,
+L = context length.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import torch
@@ -19,6 +22,23 @@ import torch
 from . import _validation as check
 from .rope import rope_angles
 from .sinusoidal import _frequencies, frequencies
+
+__all__ = [
+    "cosine_similarity_matrix",
+    "similarity_by_offset",
+    "sinusoidal_similarity",
+    "first_rise",
+    "largest_reversal",
+    "neighbour_distance",
+    "count_pairs",
+    "nearest_neighbour_margin",
+    "rope_score_vs_distance",
+    "rope_decay_bound",
+    "rope_bound_curve",
+    "rope_base_meets_bound",
+    "rope_base_lower_bound",
+    "score_decomposition",
+]
 
 
 def cosine_similarity_matrix(table: torch.Tensor) -> torch.Tensor:
@@ -376,3 +396,218 @@ def score_decomposition(
     }
     terms["total"] = sum(terms.values())  # type: ignore[assignment]
     return terms
+
+
+# --- the RoPE base bound of Men et al. 2024 -------------------------------------------------
+#
+#   B(m) = sum_{i=0}^{d/2-1} cos(m theta_i),  theta_i = b**(-2i/d),  m = 0 .. L
+#
+# is (d/2 times) the RoPE score of an all-ones query and key at distance m, and, up to the
+# factor 2 sigma**2, what Men et al. 2024 ("Base of RoPE Bounds Context Length", Sec. 3, Eq.
+# for B_{m,theta}) show a similar key gains over a random one at distance m. Their bound asks
+# B(m) >= 0 for every m up to the context length.
+
+_BOUND_CHUNK_ELEMENTS = 32768  # cos evaluations per step of the search
+_BOUND_WITNESSES = 64  # violating distances kept to test the next base first
+
+
+def rope_bound_curve(context_length: int, head_dim: int, *, base: float = 10000.0) -> torch.Tensor:
+    """B(m) = sum_i cos(m * theta_i) for every distance m = 0 .. context_length.
+
+    The quantity of Men et al. 2024 (Sec. 3): ``2 sigma**2 B(m)`` is how much more attention
+    a key similar to the query gets than a random key at relative distance m, for queries and
+    keys with i.i.d. components of variance sigma**2. It is ``head_dim / 2`` times
+    :func:`rope_score_vs_distance` with its default all-ones q and k (checked in
+    ``tests/core/test_base_bound.py``, and against numpy's float64 cos).
+
+    Args:
+        context_length: L, a non-negative integer (the curve has L + 1 values).
+        head_dim: d, a positive even integer.
+        base: RoPE base b, finite and > 1 (theta_i = b**(-2i/d)).
+
+    Returns:
+        float64 tensor ``(L + 1,)``; ``B(0) = d / 2``.
+    """
+    context_length = check.non_negative_int("context_length", context_length)
+    head_dim = check.even_int("head_dim", head_dim)
+    base = check.base_value("base", base)
+    m = torch.arange(context_length + 1, dtype=torch.float64)  # (L+1,)
+    return torch.cos(rope_angles(m, head_dim, base=base)).sum(-1)  # (L+1,)
+
+
+def rope_base_meets_bound(context_length: int, head_dim: int, *, base: float) -> bool:
+    """Whether B(m) >= 0 for every m = 0 .. context_length (Men et al. 2024, Sec. 3).
+
+    ``rope_bound_curve(...).min() >= 0``, evaluated in float64 in chunks of distances (little
+    memory for a long context) by the same code as :func:`rope_base_lower_bound`; checked
+    against numpy in ``tests/core/test_base_bound.py``.
+
+    Args:
+        context_length: L, a non-negative integer.
+        head_dim: d, a positive even integer.
+        base: RoPE base b, finite and > 1.
+
+    Returns:
+        True when the base meets the bound for L.
+    """
+    context_length = check.non_negative_int("context_length", context_length)
+    head_dim = check.even_int("head_dim", head_dim)
+    base = check.base_value("base", base)
+    with _one_thread():
+        return _BoundSearch(context_length, head_dim).exclusion(math.log(base)) is None
+
+
+def rope_base_lower_bound(
+    context_length: int, head_dim: int, *, island: float = 1e-4, rtol: float = 1e-7
+) -> float:
+    """The smallest RoPE base b > 1 with B(m) = sum_i cos(m b**(-2i/d)) >= 0 for all m <= L.
+
+    The lower bound of Men et al. 2024 ("Base of RoPE Bounds Context Length", Sec. 3; their
+    Table 1 lists it for head_dim 128), computed in float64.
+
+    **The feasible set is not an interval.** B(m) is not monotone in b: a base slightly above
+    a feasible one can fail (for head_dim 128 and L = 4096, base 26960 meets the bound, 27500
+    does not, 28700 does again; ``tests/core/test_base_bound.py``). So bisection on b alone is
+    not sound, and the result is defined as the infimum of the feasible set, searched as
+    follows, in u = ln b:
+
+    1. **Certified scan upwards** from b = 1. At a base where some B(m) < 0, every larger base
+       up to ``u + (-B(m)) / K_m`` fails too, where ``K_m = sum_i a_i phi_i min(1, phi_i)``
+       with ``a_i = 2i/d`` and ``phi_i = m theta_i`` bounds ``|dB(m)/du|`` on [u, inf) (each
+       phi_i only shrinks as u grows). The scan jumps by that certified radius, and by at
+       least ``island``: only the part of a step beyond the radius is unchecked.
+    2. **Bisection** between the end of the last certified-infeasible stretch and the first
+       feasible scan point, again jumping over certified stretches, until the bracket is
+       narrower than ``rtol`` (in ln b).
+
+    Guarantee: the returned base meets the bound (it was evaluated, as in
+    :func:`rope_base_meets_bound`), the base ``exp(-rtol)`` times it is in the infeasible part
+    of the bracket or within it, and no feasible base lies below the result except inside a
+    stretch of feasible bases narrower than ``island`` in ln b (an "island" of relative width
+    < ``island``, which only a finer scan can find). The search is deterministic, so the
+    result is reproducible. The bound is defined for head_dim >= 6: with three or more pairs
+    a base b >= (L / arccos(1/(d/2 - 1)))**(d/2) always meets it (every pair but the first
+    keeps cos >= 1/(d/2 - 1)), so a finite bound exists; with one pair (d = 2) none does.
+
+    Cost: head_dim 128 and L = 1024 .. 32768 (powers of two) take about 2-3 s in all on two
+    CPU cores; 65536 and 131072 about 7 s and 15 s. The search runs torch on one intra-op
+    thread (``torch.set_num_threads(1)`` for its duration, restored after): its steps are too
+    small to gain from threads.
+
+    Men et al.'s own search (their Appendix E) checks m = 0 .. L - 1 in float32 on a grid of
+    two significant figures; ``rope_base_lower_bound(L - 1, d)`` is this function with their
+    range of m.
+
+    Args:
+        context_length: L, an integer >= 2 (for L <= 1 every base > 1 meets the bound).
+        head_dim: d, an even integer >= 6.
+        island: width in ln b below which a stretch of feasible bases may be missed, a real
+            number in [1e-6, 0.1].
+        rtol: accuracy of the result in ln b (so relative to the base), in [1e-12, 1e-3] and
+            at most ``island``.
+
+    Returns:
+        the base, a float > 1.
+    """
+    context_length = check.int_in_range("context_length", context_length, 2)
+    head_dim = check.even_int("head_dim", head_dim)
+    if head_dim < 6:
+        raise ValueError(
+            f"head_dim must be an even integer >= 6 for the base bound (with d/2 >= 3 pairs a "
+            f"large enough base always meets it; with one pair none does), got {head_dim}"
+        )
+    island = check.real_in_range("island", island, 1e-6, 0.1)
+    rtol = check.real_in_range("rtol", rtol, 1e-12, 1e-3)
+    if rtol > island:
+        raise ValueError(f"rtol must be at most island={island}, got {rtol}")
+    with _one_thread():
+        return _BoundSearch(context_length, head_dim).lower_bound(island, rtol)
+
+
+@contextlib.contextmanager
+def _one_thread() -> Iterator[None]:
+    """Run torch on one intra-op thread inside the block, restoring the setting after.
+
+    The search makes thousands of small steps (a few 10k elements each): too small to gain from
+    threads, and on a machine whose cores are busy, waiting for the other thread made it ten
+    times slower (measured: 20 s instead of 3 s for L = 1024 .. 32768)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+class _BoundSearch:
+    """Feasibility tests of B(m) >= 0, m = 0 .. L, for one (L, d), with certified exclusion
+    radii in u = ln b. Keeps the distances that failed last time ("witnesses") and the chunk
+    they came from, and tests them first at the next base: any negative B(m) certifies."""
+
+    def __init__(self, context_length: int, head_dim: int) -> None:
+        self.length = context_length
+        self.head_dim = head_dim
+        self.a = torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim  # (d/2,), 2i/d
+        self.witnesses: torch.Tensor | None = None  # (w,) distances m
+        self.last_chunk = 0
+        self.chunk = max(16, _BOUND_CHUNK_ELEMENTS // (head_dim // 2))  # rows m per step
+        n_pairs = head_dim // 2
+        # a base this large or larger meets the bound (n_pairs >= 3), see the public docstring
+        self.u_max = n_pairs * math.log(context_length / math.acos(1 / (n_pairs - 1)))
+
+    def _radius(self, m: torch.Tensor, theta: torch.Tensor, keep: bool) -> float | None:
+        """Largest certified radius over distances m ``(k,)`` with B(m) < 0, or None; with
+        ``keep``, the distances with the largest radii become the witnesses."""
+        phi = m.unsqueeze(-1) * theta  # (k, d/2)
+        curve = torch.cos(phi).sum(-1)  # (k,)
+        bad = curve < 0  # (k,)
+        n_bad = int(bad.sum())
+        if n_bad == 0:
+            return None
+        # |dB(m)/du| <= sum_i a_i phi_i min(1, phi_i) for every larger u
+        slope = (self.a * phi * phi.clamp(max=1.0)).sum(-1)  # (k,)
+        # (torch.where, not boolean indexing: indexing by a mask is slow on small tensors)
+        radius = torch.where(bad, -curve / slope.clamp(min=1e-300), -1.0)  # (k,)
+        if keep:
+            self.witnesses = m[torch.topk(radius, min(_BOUND_WITNESSES, n_bad)).indices]
+        return float(radius.max())
+
+    def exclusion(self, u: float) -> float | None:
+        """None if base exp(u) meets the bound, else a radius r > 0 such that every base in
+        [exp(u), exp(u + r)) fails it."""
+        theta = _frequencies(self.head_dim, math.exp(u))  # (d/2,), as rope_frequencies
+        if self.witnesses is not None:
+            r = self._radius(self.witnesses, theta, keep=False)
+            if r is not None:
+                return r
+        n_chunks = self.length // self.chunk + 1
+        order = [self.last_chunk] + [c for c in range(n_chunks) if c != self.last_chunk]
+        for c in order:
+            start = c * self.chunk
+            stop = min(self.length, start + self.chunk - 1)
+            m = torch.arange(start, stop + 1, dtype=torch.float64)  # (chunk,)
+            r = self._radius(m, theta, keep=True)
+            if r is not None:
+                self.last_chunk = c
+                return r
+        return None
+
+    def lower_bound(self, island: float, rtol: float) -> float:
+        """The certified scan, then the bisection (see :func:`rope_base_lower_bound`)."""
+        lo, u = 0.0, island  # lo: every base in (1, exp(lo)) is certified or scanned
+        while u < self.u_max:
+            r = self.exclusion(u)
+            if r is None:
+                break
+            lo = u + r
+            u += max(island, r)
+        hi = min(u, self.u_max)  # feasible (evaluated, or by the closed-form argument)
+        lo = min(lo, hi)
+        while hi - lo > rtol:
+            mid = 0.5 * (lo + hi)
+            r = self.exclusion(mid)
+            if r is None:
+                hi = mid
+            else:
+                lo = min(hi, mid + r)
+        return math.exp(hi)

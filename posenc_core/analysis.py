@@ -481,18 +481,18 @@ def rope_base_lower_bound(
        narrower than ``rtol`` (in ln b).
 
     Guarantee: the returned base meets the bound (it was evaluated, as in
-    :func:`rope_base_meets_bound`), the base ``exp(-rtol)`` times it is in the infeasible part
-    of the bracket or within it, and no feasible base lies below the result except inside a
-    stretch of feasible bases narrower than ``island`` in ln b (an "island" of relative width
-    < ``island``, which only a finer scan can find). The search is deterministic, so the
+    :func:`rope_base_meets_bound`); an edge of the feasible set lies between ``exp(-rtol)``
+    times it and it; and no feasible base lies below that edge except inside a stretch of
+    feasible bases narrower than ``island`` in ln b (an "island" of relative width below
+    ``island``, which only a finer scan can find). The search is deterministic, so the
     result is reproducible. The bound is defined for head_dim >= 6: with three or more pairs
     a base b >= (L / arccos(1/(d/2 - 1)))**(d/2) always meets it (every pair but the first
     keeps cos >= 1/(d/2 - 1)), so a finite bound exists; with one pair (d = 2) none does.
 
     Cost: head_dim 128 and L = 1024 .. 32768 (powers of two) take about 2-3 s in all on two
-    CPU cores; 65536 and 131072 about 7 s and 15 s. The search runs torch on one intra-op
-    thread (``torch.set_num_threads(1)`` for its duration, restored after): its steps are too
-    small to gain from threads.
+    CPU cores; 65536, 131072 and 262144 took about 7 s, 15 s and 45 s here. The search runs
+    torch on one intra-op thread (``torch.set_num_threads(1)`` for its duration, restored
+    after): its steps are too small to gain from threads.
 
     Men et al.'s own search (their Appendix E) checks m = 0 .. L - 1 in float32 on a grid of
     two significant figures; ``rope_base_lower_bound(L - 1, d)`` is this function with their

@@ -69,6 +69,26 @@ def round_once_into(y: torch.Tensor, out: torch.Tensor, scratch: torch.Tensor) -
     out.copy_(y)
 
 
+def round_sum_once(s: torch.Tensor, e: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """The exact sum ``s + e`` of two float64 tensors from TwoSum (``s = fl(a + b)``, ``e``
+    its exact error, so ``|e| <= ulp(s) / 2``), rounded once to a bfloat16/float16 ``dtype``.
+
+    Rounds ``s + e`` to float32 *to odd* (toward zero, then the last bit set if inexact),
+    taking ``e`` into account where ``s`` alone would look exact (Boldo and Melquiond 2008),
+    then lets torch's float32 -> ``dtype`` conversion do the only rounding. This is what
+    ``round_once(s)`` gives, except where ``s`` is itself a midpoint of ``dtype`` and ``e``
+    breaks the tie, which float64 alone cannot see.
+    """
+    f = s.to(torch.float32)  # to nearest; inf beyond float32's range
+    d = f.double() - s  # exact: f is within one float32 ulp of s (inf where f overflowed)
+    positive = s > 0
+    past = torch.where(positive, d > e, d < e)  # |f| > |s + e|: step toward zero
+    f = torch.where(past, torch.nextafter(f, torch.zeros_like(f)), f)
+    odd = (f.view(torch.int32) | 1).view(torch.float32)
+    rounded = torch.where(d != e, odd, f).to(dtype)  # d == e: f is s + e exactly
+    return torch.where(s.isfinite(), rounded, s.to(dtype))  # inf and NaN stay as they are
+
+
 def _round_once(t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     f = t.to(torch.float32)
     f = torch.where(

@@ -40,7 +40,9 @@ def apply_rope(
 
     Su et al. 2021, Eq. 34. Equal bit for bit to that formula evaluated in the working dtype
     (the dtype of ``x``; float64 for bfloat16/float16 inputs, then rounded once to their
-    dtype), on every path (``tests/core/test_rope.py``); within float rounding of Hugging
+    dtype; with tables of x's own low-precision dtype, the exact value rounded once), on
+    every path (``tests/core/test_rope.py``, ``tests/core/test_rope_kernels.py``); within
+    float rounding of Hugging
     Face's ``apply_rotary_pos_emb`` for ``layout="half"`` and of Meta's Llama
     ``apply_rotary_emb`` (complex multiplication) and RoFormer's block-diagonal matrix for
     ``"interleaved"`` (``tests/core/test_rope_reference.py``). With r < d it is Hugging
@@ -69,9 +71,12 @@ def apply_rope(
     Returns:
         ``out``, or a new tensor of the shape, dtype and device of ``x``. Float32/float64:
         the formula's values for the given tables. bfloat16/float16: the correctly rounded
-        value (to nearest, ties to even) of the formula on the given inputs (with float64
-        tables, as :class:`RotaryEmbedding` uses for such inputs, the correctly rounded
-        exact rotation).
+        value (to nearest, ties to even) of the formula on the given inputs: exactly so
+        with tables of x's dtype (the fast case; with autograd the float64 formula rounded
+        once, which agrees unless float64 cannot hold the sum), and with float32/float64
+        tables the float64 formula rounded once (with float64 tables, as
+        :class:`RotaryEmbedding` uses for such inputs, the correctly rounded exact rotation
+        up to ties closer than float64 resolves).
     """
     _check_apply_args(x, cos, sin, layout, fused, out)
     return _apply(x, cos, sin, layout, fused, out)

@@ -9,10 +9,17 @@ both layouts, partial rotary and ``out=``:
 * :func:`rotate` picks a path for a call and falls back from a failed compile;
 * :class:`FusedKernel`: the formula compiled by ``torch.compile`` into one pass that reads x
   once and writes the result once, straight into the output buffer (float32/float64 CPU
-  tensors);
+  tensors; :func:`_rotated`);
+* the same for bfloat16/float16 x with tables of its dtype (:func:`_rotated_low`): exact
+  float32 products, TwoSum and a midpoint fix-up, so every element is the correctly rounded
+  value of the formula, with a redo by :func:`exact_low` for rows whose |x| could make a
+  product underflow (bfloat16 only);
 * :func:`apply_eager`: cache-sized chunks with ``out=`` arithmetic; for bfloat16/float16 inputs
-  each chunk is rotated in float64 and rounded once, on the bits, in place
-  (``_numerics.round_once_into``), with a guard for results below float32's normal range.
+  with wider tables each chunk is rotated in float64 and rounded once, on the bits, in place
+  (``_numerics.round_once_into``), with a guard for results below float32's normal range;
+* :func:`exact_low`: bfloat16/float16 x with tables of its dtype off the compiled kernel
+  (small inputs, ``fused=False``): float64 products (exact), TwoSum and one rounding of the
+  exact sum (``_numerics.round_sum_once``).
 
 Partial rotary (tables of width r < d): the paths rotate ``x[..., :r]`` into ``out[..., :r]``
 and copy ``x[..., r:]`` into ``out[..., r:]`` (nothing to copy when rotating in place).
@@ -34,7 +41,7 @@ from typing import Any
 
 import torch
 
-from .._numerics import LOW_PRECISION, round_once, round_once_into
+from .._numerics import LOW_PRECISION, round_once, round_once_into, round_sum_once
 from .formula import _halves
 
 # Target number of elements per chunk of the eager path: small enough that the intermediate
@@ -47,6 +54,9 @@ CHUNK_ELEMENTS_LOW = 1 << 18  # for bfloat16/float16 inputs (float64 work): best
 # pays for itself; smaller calls never wait for a compile).
 FUSED_MIN_ELEMENTS = 1 << 22
 FUSED_DTYPES = (torch.float32, torch.float64)
+# bfloat16/float16 x with tables of its dtype: the exact float64 eager path (exact_low) costs
+# about 100 ns per element, so the compiled kernel pays for itself much earlier
+FUSED_MIN_ELEMENTS_LOW = 1 << 16
 FUSED_RECOMPILE_LIMIT = 64
 
 # If every nonzero |x| and every nonzero table entry is at least 2**-33, a nonzero exact
@@ -56,6 +66,17 @@ FUSED_RECOMPILE_LIMIT = 64
 # at least one float64 ulp of numbers >= 2**-66, about 2**-118. So results stay where float32
 # is normal, which round_once_into needs.
 LOW_MIN_INPUT = 2.0**-33
+
+# The exact float32 kernel for bfloat16 x and tables (_rotated_low) needs every product of an
+# x and a table entry to be exact in float32 and its sums far from overflow: nonzero finite
+# table entries within [LOW_TABLE_MIN, LOW_TABLE_MAX] (checked on the small tables once per
+# call) and nonzero finite |x| within [LOW_X_MIN, LOW_X_MAX) (checked by the kernel, per row;
+# rows outside go to the float64 eager path). Then every nonzero product is at least 2**-126
+# (a normal float32, exact: 8 + 8 significant bits) and every sum below 2**109, where the
+# Veltkamp split used for the tie test cannot overflow. float16 needs no such check: its
+# products lie between 2**-48 and 2**32.
+LOW_TABLE_MIN, LOW_TABLE_MAX = 2.0**-63, 2.0**8
+LOW_X_MIN, LOW_X_MAX = 2.0**-63, 2.0**100
 
 
 def working_dtype(x_dtype: torch.dtype, table_dtype: torch.dtype) -> torch.dtype:
@@ -68,7 +89,11 @@ def working_dtype(x_dtype: torch.dtype, table_dtype: torch.dtype) -> torch.dtype
 
 
 def can_fuse(x_dtype: torch.dtype, cos_dtype: torch.dtype, sin_dtype: torch.dtype) -> bool:
-    """Whether ``fused=True`` has a kernel for these dtypes."""
+    """Whether a compiled kernel exists for these dtypes: float32/float64 x (tables of any
+    floating dtype, converted to x's), or bfloat16/float16 x with tables of the same dtype
+    (:func:`_rotated_low`)."""
+    if x_dtype in LOW_PRECISION:
+        return cos_dtype == sin_dtype == x_dtype
     return x_dtype in FUSED_DTYPES
 
 
@@ -110,8 +135,11 @@ def rotate(
             and x.device.type == "cpu"
             and can_fuse(x.dtype, cos.dtype, sin.dtype)
             and table_is_shared
-            and x.numel() >= FUSED_MIN_ELEMENTS
+            and x.numel()
+            >= (FUSED_MIN_ELEMENTS_LOW if x.dtype in LOW_PRECISION else FUSED_MIN_ELEMENTS)
         )
+    if fused and x.dtype in LOW_PRECISION and not _low_tables_ok(cos, sin):
+        fused = False  # tables too small or large for exact float32 products: float64 below
     if fused:
         try:
             _rotate_fused(x, cos, sin, layout, out, in_place, table_is_shared)
@@ -126,11 +154,12 @@ def rotate(
                 RuntimeWarning,
                 stacklevel=4,  # the caller of apply_rope
             )
-    if x.dtype in LOW_PRECISION and cos.dtype != torch.float64:
-        cos, sin = cos.double(), sin.double()  # exact: the eager path works in float64
     if r < d and not in_place:
         out[..., r:].copy_(x[..., r:])  # partial rotary: the rest passes through
-    apply_eager(x[..., :r], cos, sin, layout, table_is_shared, out[..., :r])
+    if x.dtype in LOW_PRECISION and cos.dtype == x.dtype:
+        exact_low(x[..., :r], cos, sin, layout, out[..., :r])
+    else:
+        apply_eager(x[..., :r], cos, sin, layout, table_is_shared, out[..., :r])
     return out
 
 
@@ -169,11 +198,17 @@ def _rotate_fused(
         )
         out.copy_(buf)
         return
-    if in_place:
+    if x.dtype in LOW_PRECISION:  # tables of x's dtype: the exact float32 kernel
+        src = x3[..., :r].clone() if in_place else x3[..., :r]  # in place: keep x for a redo
+        if not fused_kernel.low_into(src, cos3, sw3, o3[..., :r], layout):
+            # some |x| so small (or large) that a product could leave float32's normal range
+            exact_low(src, cos3, sin3, layout, o3[..., :r])
+    elif in_place:
         fused_kernel.in_place(x3[..., :r], cos3, sw3, layout)
         return
-    fused_kernel.into(x3[..., :r], cos3, sw3, o3[..., :r], layout)
-    if r < d:
+    else:
+        fused_kernel.into(x3[..., :r], cos3, sw3, o3[..., :r], layout)
+    if r < d and not in_place:
         o3[..., r:].copy_(x3[..., r:])  # partial rotary: the rest passes through
 
 
@@ -204,6 +239,84 @@ def _in_place_body(
     x: torch.Tensor, cos: torch.Tensor, sin_signed: torch.Tensor, layout: str
 ) -> None:
     x.copy_(_rotated(x, cos, sin_signed, layout))  # Inductor sees the aliasing: a temporary
+
+
+def _rotated_low(x: torch.Tensor, cos: torch.Tensor, sin_signed: torch.Tensor, layout: str):
+    """The correctly rounded rotation of bfloat16/float16 ``x`` by tables of its own dtype,
+    in float32 arithmetic (the compiled body for such inputs).
+
+    Per element, z = x_a c + x_b s' (the formula's x1 c1 - x2 s1 or x2 c2 + x1 s2) is
+    rounded once, to nearest with ties to even, to the dtype of ``x``:
+
+    1. Both products are exact in float32: 8 x 8 (bfloat16) or 11 x 11 (float16) significant
+       bits fit in 24, and the ranges are kept normal (``LOW_X_MIN`` .. ``LOW_TABLE_MAX``).
+    2. s = fl(p + q) and its exact error e = (p + q) - s, by Knuth's TwoSum (six operations,
+       exact in round-to-nearest without reassociation; Inductor compiles with
+       ``-fno-unsafe-math-optimizations`` and no contraction).
+    3. Converting s to the dtype rounds z correctly unless s is exactly a midpoint between
+       two neighbours of the dtype and e != 0 (rounding to nearest is monotone, and every
+       midpoint is a float32). A midpoint is a float32 that fits in p + 1 but not in p
+       significant bits (p = 8 or 11), found with two Veltkamp splits (s * (2**k + 1); Dekker
+       1971); below 2**-14, float16's fixed grid of 2**-24 is used instead. There the result
+       is the neighbour on e's side: hi (the split's rounding of s) or s + (s - hi).
+    4. Infinities and NaN in x or the tables give what the formula gives (s is then inf or
+       NaN and no midpoint), and signed zeros follow IEEE's rules as in float64.
+
+    Returns ``(y, bad)``: y ``(..., r)`` in x's dtype and, for bfloat16, ``bad`` ``(...)``
+    marking the rows with an |x| outside [LOW_X_MIN, LOW_X_MAX) (zero, inf and NaN are fine),
+    whose products could underflow; those rows must be recomputed (None for float16).
+    """
+    dtype = x.dtype
+    r = cos.shape[-1]
+    shape = (2, r // 2) if layout == "half" else (r // 2, 2)
+    pair_dim = -2 if layout == "half" else -1
+    xv = x.unflatten(-1, shape).float()  # (n, s, 2, r/2) or (n, s, r/2, 2)
+    p = xv * cos.unflatten(-1, shape).float()  # exact
+    q = xv.flip(pair_dim) * sin_signed.unflatten(-1, shape).float()  # exact
+    s = p + q
+    back = s - p
+    e = (p - (s - back)) + (q - back)  # TwoSum: s + e == p + q exactly
+    bits = 8 if dtype == torch.bfloat16 else 11
+    split = s * float(2 ** (24 - bits) + 1)  # Veltkamp: hi = s rounded to `bits` bits
+    hi = split - (split - s)
+    lo = s - hi
+    split1 = s * float(2 ** (23 - bits) + 1)  # and to bits + 1: is s a midpoint?
+    lo1 = s - (split1 - (split1 - s))
+    if dtype == torch.float16:  # float16 subnormals: one grid of 2**-24 below 2**-14
+        grid = (s + 0.75) - 0.75  # s rounded to a multiple of 2**-24 (ulp of 0.75)
+        sub = s.abs() < 2.0**-14
+        hi = torch.where(sub, grid, hi)
+        lo = torch.where(sub, s - grid, lo)
+        lo1 = torch.where(sub & ((s - grid).abs() == 2.0**-25), 0.0, torch.where(sub, 1.0, lo1))
+    tie = (lo1 == 0) & (lo != 0) & (e != 0)
+    toward_e = torch.where((e > 0) == (lo > 0), s + lo, hi)  # exact: both are in the dtype
+    y = torch.where(tie, toward_e, s).to(dtype).flatten(-2)  # (n, s, r)
+    if dtype != torch.bfloat16:
+        return y, None
+    a = x.abs()
+    bad = ((a < LOW_X_MIN) & (a > 0)) | ((a >= LOW_X_MAX) & (a < math.inf))
+    return y, bad.any(-1)
+
+
+def _low_into_body(
+    x: torch.Tensor, cos: torch.Tensor, sin_signed: torch.Tensor, out: torch.Tensor, layout: str
+) -> torch.Tensor | None:
+    y, bad = _rotated_low(x, cos, sin_signed, layout)
+    out.copy_(y)
+    return bad
+
+
+def _low_tables_ok(cos: torch.Tensor, sin: torch.Tensor) -> bool:
+    """Whether bfloat16 tables keep every product exact in _rotated_low: nonzero finite
+    entries within [LOW_TABLE_MIN, LOW_TABLE_MAX] (float16 tables always do)."""
+    if cos.dtype != torch.bfloat16:
+        return True
+    for t in (cos, sin):
+        a = t.float().abs()
+        finite = a[(a > 0) & (a < math.inf)]
+        if finite.numel() and (finite.min() < LOW_TABLE_MIN or finite.max() > LOW_TABLE_MAX):
+            return False
+    return True
 
 
 class FusedKernel:
@@ -248,6 +361,21 @@ class FusedKernel:
         (n, s, r)."""
         self._call(self._compiled("into", _into_body), (x3, cos, sin_signed, out3), layout)
 
+    def low_into(
+        self,
+        x3: torch.Tensor,
+        cos: torch.Tensor,
+        sin_signed: torch.Tensor,
+        out3: torch.Tensor,
+        layout: str,
+    ) -> bool:
+        """Write the correctly rounded rotation of bfloat16/float16 ``x3`` (n, s, r), tables of
+        its dtype, into ``out3``; False where some row needs the float64 path instead."""
+        bad = self._call(
+            self._compiled("low_into", _low_into_body), (x3, cos, sin_signed, out3), layout
+        )
+        return bad is None or not bool(bad.any())
+
     def in_place(
         self, x3: torch.Tensor, cos: torch.Tensor, sin_signed: torch.Tensor, layout: str
     ) -> None:
@@ -255,7 +383,7 @@ class FusedKernel:
         self._call(self._compiled("in_place", _in_place_body), (x3, cos, sin_signed), layout)
 
     @staticmethod
-    def _call(fn: Any, tensors: tuple[torch.Tensor, ...], layout: str) -> None:
+    def _call(fn: Any, tensors: tuple[torch.Tensor, ...], layout: str) -> Any:
         # fresh views, so marking dimensions dynamic leaves the caller's tensors untouched
         views = [t.view(t.shape) for t in tensors]
         for t in views:
@@ -265,7 +393,7 @@ class FusedKernel:
         # one compile per head_dim, dtype and layout (and per size-1 dimension, which dynamo
         # specialises): allow more of them than dynamo's default of 8 per function
         with torch.no_grad(), torch._dynamo.config.patch(recompile_limit=FUSED_RECOMPILE_LIMIT):
-            fn(*views, layout)
+            return fn(*views, layout)
 
 
 fused_kernel = FusedKernel()
@@ -341,6 +469,49 @@ def apply_eager(
                     round_once_into(xw, ob, bits[: xb.shape[0], : xb.shape[1]])
             else:
                 _rotate_into(xb, cb, sb, ob, tb, layout)
+
+
+def exact_low(
+    x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str, out: torch.Tensor
+) -> None:
+    """The correctly rounded rotation of bfloat16/float16 ``x`` by tables of its own dtype,
+    always: the eager path for such inputs and the fused kernel's fallback.
+
+    In float64 every product of two bfloat16 (or float16) numbers is exact, whatever their
+    exponents; TwoSum gives the exact error of each sum and :func:`round_sum_once` rounds
+    the exact value once. Chunks of ``CHUNK_ELEMENTS_LOW`` rows bound the float64
+    temporaries.
+
+    Args:
+        x: ``(..., s, r)`` bfloat16/float16 tensor.
+        cos, sin: tables of x's dtype broadcasting to ``x``.
+        layout: ``"half"`` or ``"interleaved"``.
+        out: ``(..., s, r)`` tensor of x's dtype: x itself, or sharing no memory with it.
+    """
+    s, r = x.shape[-2], x.shape[-1]
+    lead = torch.broadcast_shapes(x.shape[:-2], cos.shape[:-2])
+    xs = x.expand(*lead, s, r).reshape(-1, s, r)  # (n, s, r)
+    cs = cos.expand(*lead, *cos.shape[-2:]).reshape(xs.shape[0], -1, r).double()  # (n, s|1, r)
+    ss = _signed_sin(sin.expand(*lead, *sin.shape[-2:]).reshape(cs.shape), layout).double()
+    rows = max(1, CHUNK_ELEMENTS_LOW // max(1, s * r))
+    results = []
+    for r0 in range(0, xs.shape[0], rows):
+        xd = xs[r0 : r0 + rows].double()
+        cd = cs if cs.shape[0] == 1 else cs[r0 : r0 + rows]
+        sd = ss if ss.shape[0] == 1 else ss[r0 : r0 + rows]
+        p = xd * cd  # exact
+        q = _partner(xd, layout) * sd  # exact
+        total = p + q
+        back = total - p
+        err = (p - (total - back)) + (q - back)  # TwoSum
+        results.append(round_sum_once(total, err, x.dtype))
+    out.copy_(torch.cat(results).view(x.shape) if len(results) > 1 else results[0].view(x.shape))
+
+
+def _partner(t: torch.Tensor, layout: str) -> torch.Tensor:
+    """Every pair's elements exchanged: (a, b) -> (b, a)."""
+    shape = (2, t.shape[-1] // 2) if layout == "half" else (t.shape[-1] // 2, 2)
+    return t.unflatten(-1, shape).flip(-2 if layout == "half" else -1).flatten(-2)
 
 
 def _signed_sin(sin: torch.Tensor, layout: str) -> torch.Tensor:

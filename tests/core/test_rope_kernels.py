@@ -8,6 +8,8 @@ GPT-NeoX's ``apply_rotary_pos_emb`` (``rotate_half`` on ``q[..., :r]``, then ``c
 evaluate x * cos + rotate_pairs(x) * sin with the same roundings.
 """
 
+import math
+
 import pytest
 import torch
 from transformers.models.gpt_neox.modeling_gpt_neox import apply_rotary_pos_emb as neox_rope
@@ -178,3 +180,194 @@ def test_auto_mode_fuses_large_inputs_for_out_too(monkeypatch):
     pc.apply_rope(x, cos, sin, out=x)
     assert calls == ["into", "in_place"]
     assert bits_equal(buf, expected) and bits_equal(x, expected)
+
+
+# --------------------------------------------------------------------------- bfloat16 / float16
+
+LOW = {torch.bfloat16: (8, -126), torch.float16: (11, -14)}  # significant bits, min exponent
+
+
+def exact_nearest(z, dtype):
+    """The value of ``dtype`` nearest to the exact rational z (ties to even; subnormals and
+    overflow as IEEE 754 rounds them), from the format's definition alone (a Fraction)."""
+    from fractions import Fraction
+
+    bits, emin = LOW[dtype]
+    if z == 0:
+        return 0.0
+    a = abs(z)
+    e = a.numerator.bit_length() - a.denominator.bit_length()  # 2**e <= a < 2**(e + 2)
+    if Fraction(2) ** e > a:
+        e -= 1
+    e = max(e, emin)
+    quantum = Fraction(2) ** (e - bits + 1)
+    k, rest = divmod(a, quantum)
+    if rest > quantum / 2 or (rest == quantum / 2 and k % 2 == 1):
+        k += 1
+    value = float(k * quantum)
+    if value > torch.finfo(dtype).max:
+        value = float("inf")
+    return value if z > 0 else -value
+
+
+def exact_rotation(x, cos, sin, layout):
+    """Every element of the rotation correctly rounded, in exact rational arithmetic (Python
+    fractions; the formula's x1 c1 - x2 s1 and x2 c2 + x1 s2 for each pair)."""
+    from fractions import Fraction
+
+    def first_second(t):
+        h = t.shape[-1] // 2
+        return (t[..., :h], t[..., h:]) if layout == "half" else (t[..., 0::2], t[..., 1::2])
+
+    cos, sin = cos.expand(x.shape), sin.expand(x.shape)
+    (x1, x2), (c1, c2), (s1, s2) = first_second(x), first_second(cos), first_second(sin)
+    out = torch.empty(x.shape, dtype=F64)
+    o1, o2 = first_second(out)
+    flat = [t.double().reshape(-1).tolist() for t in (x1, x2, c1, c2, s1, s2)]
+    first, second = [], []
+    for a, b, ca, cb, sa, sb in zip(*flat):
+        if not all(map(math.isfinite, (a, b, ca, cb, sa, sb))):
+            first.append(math.nan)  # no rational value: compared with float64's instead
+            second.append(math.nan)
+            continue
+        fa, fb = Fraction(a), Fraction(b)
+        first.append(exact_nearest(fa * Fraction(ca) - fb * Fraction(sa), x.dtype))
+        second.append(exact_nearest(fb * Fraction(cb) + fa * Fraction(sb), x.dtype))
+    o1.copy_(torch.tensor(first, dtype=F64).reshape(o1.shape))
+    o2.copy_(torch.tensor(second, dtype=F64).reshape(o2.shape))
+    return out
+
+
+def float64_rounded(x, cos, sin, layout):
+    """The formula in float64, rounded once (posenc_core's round_once, checked against
+    numpy's float64 -> float32 -> nearest in tests/core/test_rope.py): the correctly rounded
+    value whenever float64 holds the sum exactly, and the reference for zeros, inf and NaN."""
+    from posenc_core._numerics import round_once
+
+    xd, cd, sd = x.double(), cos.double(), sin.double()
+    return round_once(xd * cd + pc.rotate_pairs(xd, layout=layout) * sd, x.dtype)
+
+
+def adversarial(dtype, s=40, d=32):
+    """x (2, 3, s, d) and tables (s, d) of ``dtype`` with rows built to break a careless
+    kernel: sums exactly at a midpoint of the dtype plus a tiny second product of either sign
+    (or none), subnormal results, products that underflow float32 (bfloat16), huge values,
+    overflow to inf, inf and NaN inputs, signed zeros; the other rows random with exponents
+    spread widely."""
+    g = torch.Generator().manual_seed(50)
+    x = torch.randn(2, 3, s, d, generator=g, dtype=F64) * 2.0 ** torch.randint(
+        -20, 20, (2, 3, s, d), generator=g
+    )
+    cos = torch.rand(s, d, generator=g, dtype=F64) * 2.0 ** torch.randint(
+        -8, 1, (s, d), generator=g
+    )
+    sin = torch.rand(s, d, generator=g, dtype=F64) * 2.0 ** torch.randint(
+        -8, 1, (s, d), generator=g
+    )
+    h = d // 2
+    ulp = 2.0 ** -(LOW[dtype][0] - 1)
+
+    def row(i, x1, x2, c, sn):  # every pair of row i: x1, x2 with cos c and sin sn
+        x[..., i, :h], x[..., i, h:] = x1, x2
+        cos[i], sin[i] = c, sn
+
+    # x1 * c exactly a midpoint of the dtype, then a second product of either sign too small
+    # for float32 (and, for the last of each, for float64) to hold the sum exactly
+    if dtype == torch.bfloat16:  # (1 + 2**-7) * 1.5 = 1.10000011b: 9 bits
+        mid_x, mid_c, tinies, sn = 1 + ulp, 1.5, [0.0, 2.0**-30, -(2.0**-30), 2.0**-60], 0.25
+    else:  # 1025 * 1.5 = 1537.5, between float16's 1537 and 1538; 2**-48 is 59 bits below
+        mid_x, mid_c, tinies, sn = 1025.0, 1.5, [0.0, 2.0**-20, -(2.0**-20), 2.0**-24], 2.0**-24
+    for i, tiny in enumerate(tinies + [-tinies[-1]]):
+        row(i, mid_x, tiny, mid_c, sn)  # first = midpoint - tiny * sn
+    other_mid = 1 + 3 * ulp if dtype == torch.bfloat16 else 1027.0  # ties go the other way
+    row(5, other_mid, -tinies[-1], mid_c, sn)
+    if dtype == torch.bfloat16:
+        row(6, 2.0**-70, 2.0**-80, 2.0**-60, 2.0**-62)  # products below 2**-126: fallback
+        row(7, 2.0**-120, 3.0 * 2.0**-130, 0.75, 0.5)  # subnormal results
+        row(8, 2.0**90, -(2.0**91), 0.5, 0.25)  # huge x
+        row(14, 2.0**110, -(2.0**111), 0.5, 0.25)  # huger: fallback
+        row(9, 3e38, 3e38, 1.0, 1.0)  # second product sum overflows to inf
+    else:
+        row(6, 2.0**-24, 3 * 2.0**-24, 0.5, 0.25)  # subnormal results at the midpoint
+        row(7, 6e-5, -5e-5, 0.5, 0.75)  # results near the subnormal boundary 2**-14
+        row(8, 65504.0, 65504.0, 0.75, 0.25)  # second = 65504: finite; first = 32752
+        row(9, 65504.0, -65504.0, 1.0, 1.0)  # first: 131008 overflows to inf
+    row(10, float("inf"), 1.0, 0.5, 0.25)
+    row(11, float("nan"), 1.0, 0.5, 0.25)
+    row(12, -0.0, 0.0, 0.5, 0.25)  # (-0) * c - 0 * s = -0; 0 * c + (-0) * s = 0
+    row(13, -0.0, -0.0, 0.5, 0.0)
+    return x.to(dtype), cos.to(dtype), sin.to(dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("with_fallback_row", [False, True])
+def test_low_precision_kernel_rounds_adversarial_cases_correctly(
+    monkeypatch, dtype, with_fallback_row
+):
+    """bfloat16/float16 x with tables of its dtype: the fused kernel (exact float32 products,
+    TwoSum and a midpoint fix-up) gives every element the correctly rounded value of the
+    formula (exact rational arithmetic as the reference), ties, subnormals, huge values and
+    overflow included; infinities, NaN and signed zeros are those of the float64 formula. With
+    a bfloat16 row whose products underflow float32 the call is redone by the float64 TwoSum
+    path (kernels.exact_low), which must give the same; so must the eager path."""
+    redo = []
+    real_exact_low = kernels.exact_low
+    monkeypatch.setattr(kernels, "exact_low", lambda *a: redo.append(1) or real_exact_low(*a))
+    x, cos, sin = adversarial(dtype)
+    if not with_fallback_row:  # bfloat16 rows 6, 7, 9 and 14 hold |x| the kernel hands on
+        keep = [i for i in range(x.shape[-2]) if i not in (6, 7, 9, 14)]
+        x, cos, sin = x[..., keep, :].contiguous(), cos[keep], sin[keep]
+    got = pc.apply_rope(x, cos, sin, fused=True)
+    assert len(redo) == (with_fallback_row and dtype == torch.bfloat16)
+    assert bits_equal(got, pc.apply_rope(x, cos, sin, fused=False))
+    f64 = float64_rounded(x, cos, sin, "half")
+    exact = exact_rotation(x, cos, sin, "half")
+    compare = exact.isfinite() & (exact != 0) | exact.isinf() & ~f64.isnan()
+    assert torch.equal(got.double()[compare], exact[compare])
+    rest = ~compare  # zeros (their sign), inf and NaN: as the float64 formula gives them
+    assert bits_equal(got[rest & ~f64.isnan()], f64[rest & ~f64.isnan()])
+    assert torch.equal(got.isnan(), f64.isnan())
+    # the cases are really exercised: ties that float64 rounding alone gets wrong, -0 results
+    assert not torch.equal(f64.double()[compare], exact[compare])
+    assert bool((got.view(torch.int16) == -32768).any())
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_low_precision_kernel_equals_rounded_float64_formula(dtype, layout):
+    """On random unit-normal inputs with rope_cos_sin tables of the same dtype, shared (s, d)
+    and broadcast (b, 1, s, d), the fused kernel equals the float64 formula rounded once, bit
+    for bit (float64 holds these sums exactly)."""
+    b, h, s, d = 2, 3, 33, 32
+    x = randn(b, h, s, d, seed=60, dtype=dtype)
+    for positions in (torch.arange(s), torch.arange(b * s).reshape(b, s) * 5):
+        cos, sin = pc.rope_cos_sin(positions, d, layout=layout, dtype=dtype)
+        if positions.dim() == 2:
+            cos, sin = cos[:, None], sin[:, None]  # (b, 1, s, d)
+        got = pc.apply_rope(x, cos, sin, layout=layout, fused=True)
+        assert bits_equal(got, float64_rounded(x, cos, sin, layout))
+
+
+def test_low_precision_partial_rotary_in_place_and_auto_mode(monkeypatch):
+    """bfloat16 with partial rotary: fused, in place and in auto mode (the kernel for large
+    inputs), equal to the float64 formula rounded once on the first r dims and to x on the
+    rest; a tiny |x| in place still gets the float64 path's values (x is kept for the redo)."""
+    monkeypatch.setattr(kernels, "FUSED_MIN_ELEMENTS", 1)
+    x = randn(2, 3, 9, 32, seed=61, dtype=torch.bfloat16)
+    x[1, 2, 3, 5] = 2.0**-100  # sends the call to the float64 path after the kernel
+    cos, sin = pc.rope_cos_sin(torch.arange(9), 8, dtype=torch.bfloat16)
+    expected = torch.cat((float64_rounded(x[..., :8], cos, sin, "half"), x[..., 8:]), -1)
+    assert bits_equal(pc.apply_rope(x, cos, sin), expected)
+    y = x.clone()
+    pc.apply_rope(y, cos, sin, out=y)
+    assert bits_equal(y, expected)
+
+
+def test_float64_tables_with_low_precision_x_stay_correctly_rounded():
+    """RotaryEmbedding's case: bfloat16 x with float64 tables takes the float64 path and gives
+    the correctly rounded exact rotation; fused=True is refused for it."""
+    x = randn(2, 3, 9, 16, seed=62, dtype=torch.bfloat16)
+    cos, sin = pc.rope_cos_sin(torch.arange(9), 16, dtype=F64)
+    assert bits_equal(pc.apply_rope(x, cos, sin), float64_rounded(x, cos, sin, "half"))
+    with pytest.raises(ValueError, match=r"fused=True is for float32 and float64 tensors"):
+        pc.apply_rope(x, cos, sin, fused=True)

@@ -1,37 +1,45 @@
 """Benchmark of posenc_core.apply_rope and rope_cos_sin on the CPU (a script, not a test).
 
-What is measured, in one run, on q and k of shape (b, h, s, d) = (4, 32, 2048, 128):
+What is measured, in one run, on q and k of shape (b, h, s, d) = (4, 32, 2048, 128), against
+the peers a user would pick instead:
 
-1. ``apply_rope(q, cos, sin)`` (layout "half", out of place) against ``q.clone()``, the
-   memory-traffic floor: one read of the input and one write of a fresh output.
-   Target: at most 1.3x clone. At this size apply_rope runs its fused kernel (compiled by
-   torch.compile on the first call, which the warm-up absorbs; the compile time is printed);
-   the eager path (``fused=False``) is timed beside it.
-2. against Hugging Face's eager formula ``q * cos + rotate_half(q) * sin``. Target: at
-   least 3x faster, and equal within float32 rounding (asserted, max abs diff < 1e-5).
-3. the same for bfloat16 inputs (float32 tables for apply_rope; bfloat16 tables for the
-   HF formula, as HF casts cos/sin to the input dtype). apply_rope rotates them in float64
-   and rounds once (the eager path); HF computes in bfloat16. Reported, no target.
-4. the interleaved layout against clone. Reported, no target.
+1. float32, ``layout="half"``: ``apply_rope(q, cos, sin)`` (out of place; the fused kernel at
+   this size, compiled on the first call, which the warm-up absorbs; the compile time is
+   printed) and its eager path (``fused=False``) against ``q.clone()``, the memory-traffic
+   floor. Target: at most 1.3x clone. Beside it Hugging Face's eager formula
+   ``q * cos + rotate_half(q) * sin``, the same under ``torch.compile``, and
+   rotary-embedding-torch (``RotaryEmbedding(dim=128).rotate_queries_or_keys``, interleaved
+   pairs, compared with our interleaved layout), with its max abs error against the exact
+   (float64) rotation.
+2. ``apply_rope(q, cos, sin, out=buf)`` into a preallocated buffer against ``buf.copy_(q)``
+   (target: at most 1.3x), and in place (``out=q``), reported.
+3. partial rotary, r = d/4 (GPT-NeoX's rotary_pct 0.25), against clone (reported).
+4. bfloat16 and float16 inputs with tables of the same dtype against that dtype's clone
+   (target: at most 1.5x), and bfloat16 with float64 tables (what RotaryEmbedding uses);
+   Hugging Face's bf16 formula beside them.
 5. building a 131072 x 128 cos/sin table with ``rope_cos_sin`` (float64, rounded once)
-   against the all-float32 recipe (float32 positions outer float32 inv_freq, cos, sin,
-   cat), with the max abs error of each against float64.
+   against the all-float32 recipe, with the max abs error of each against float64.
+
+Checks (a wrong result exits non-zero): float32 results (every path) bit-identical to Hugging
+Face's formula (the interleaved one to the plain formula); bfloat16/float16 results equal to
+the formula in float64 rounded once, bit for bit (the correctly rounded value: float64 holds
+these sums exactly).
 
 Method: every contender processes both q and k per call. After a warm-up, the contenders
 run in interleaved rounds (the starting contender rotates each round), so slow phases of
 the machine hit all of them alike; medians are reported with min, max and interquartile
-range, and ratios are ratios of medians (the median of the per-round ratios is printed
-too). Outputs are freed outside the timed region.
+range, and ratios are ratios of medians (the median of the per-round ratios and the ratio of
+the fastest calls are printed too). Outputs are freed outside the timed region.
 
 Usage::
 
-    python benchmarks/rope_benchmark.py            # full size (about 1.5 GB of RAM, ~1 min)
+    python benchmarks/rope_benchmark.py            # full size (about 3 GB of RAM, ~2-3 min)
     python benchmarks/rope_benchmark.py --quick    # (2, 8, 512, 128), few rounds: smoke test
     python benchmarks/rope_benchmark.py --strict   # exit 1 if a target is missed
     python benchmarks/rope_benchmark.py --sweep-chunks   # also time apply_rope per chunk size
 
 The exit status is 0 even when a timing target is missed (the miss is printed loudly)
-unless ``--strict`` is given; a wrong result (the equality check) always exits non-zero.
+unless ``--strict`` is given; a wrong result always exits non-zero.
 """
 
 from __future__ import annotations
@@ -49,13 +57,15 @@ from pathlib import Path
 import torch
 
 import posenc_core
+from posenc_core._numerics import round_once
 from posenc_core.rope import kernels as rope_kernels
+from posenc_core.rope.formula import rope_formula
 
 # --------------------------------------------------------------------------- setup
 
 TARGET_VS_CLONE = 1.3  # apply_rope (half, float32) at most this many times clone
-TARGET_VS_HF = 3.0  # apply_rope at least this many times faster than the HF eager formula
-EQUALITY_TOL = 1e-5  # max abs difference to the HF formula for unit-normal float32 inputs
+TARGET_OUT_VS_COPY = 1.3  # apply_rope(out=buf) at most this many times buf.copy_(x)
+TARGET_LOW_VS_CLONE = 1.5  # bfloat16/float16 with same-dtype tables, vs that dtype's clone
 
 
 def _hf_rotate_half() -> tuple[Callable[[torch.Tensor], torch.Tensor], str]:
@@ -196,276 +206,280 @@ def _tables_float64_reference(
     return emb.cos(), emb.sin()
 
 
-# --------------------------------------------------------------------------- main
+def _rotary_embedding_torch() -> tuple[Callable[[torch.Tensor], torch.Tensor] | None, str]:
+    """rotary-embedding-torch's public API as a user calls it (a benchmark peer only), or None."""
+    try:
+        import rotary_embedding_torch
+        from rotary_embedding_torch import RotaryEmbedding
+    except Exception as exc:  # noqa: BLE001 - any import problem means: skip this peer
+        return (
+            None,
+            f"not installed ({exc.__class__.__name__}); pip install -r requirements-test.txt",
+        )
+    version = getattr(rotary_embedding_torch, "__version__", None)
+    if version is None:
+        from importlib.metadata import version as dist_version
+
+        version = dist_version("rotary-embedding-torch")
+    module = RotaryEmbedding(dim=128)  # interleaved pairs, theta 10000, float32 angles
+    return module.rotate_queries_or_keys, f"rotary-embedding-torch {version}"
+
+
+def _exact_rotation(x: torch.Tensor, layout: str) -> torch.Tensor:
+    """The rotation of x by its positions 0..s-1 in float64 (angles and formula)."""
+    s, d = x.shape[-2], x.shape[-1]
+    inv = torch.pow(
+        torch.tensor(10000.0, dtype=torch.float64), -torch.arange(0, d, 2, dtype=torch.float64) / d
+    )
+    ang = torch.arange(s, dtype=torch.float64)[:, None] * inv  # (s, d/2)
+    if layout == "half":
+        c, sn = torch.cat((ang.cos(), ang.cos()), -1), torch.cat((ang.sin(), ang.sin()), -1)
+    else:
+        c, sn = ang.cos().repeat_interleave(2, -1), ang.sin().repeat_interleave(2, -1)
+    return rope_formula(x.double(), c, sn, layout)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
-        "--quick",
-        action="store_true",
-        help="small shape (2, 8, 512, 128) and few rounds: a smoke test",
+        "--quick", action="store_true", help="small shape (2, 8, 512, 128) and few rounds"
     )
     parser.add_argument(
         "--strict", action="store_true", help="exit 1 when a timing target is missed"
     )
-    parser.add_argument(
-        "--rounds", type=int, default=None, help="timed rounds (default 15, quick 5)"
-    )
-    parser.add_argument(
-        "--warmup", type=int, default=None, help="untimed rounds first (default 2, quick 1)"
-    )
+    parser.add_argument("--rounds", type=int, default=None, help="timed rounds (default 11)")
+    parser.add_argument("--warmup", type=int, default=None, help="untimed rounds first (2)")
     parser.add_argument(
         "--sweep-chunks",
         action="store_true",
-        help="also time apply_rope for several kernels.CHUNK_ELEMENTS",
+        help="also time apply_rope's eager path for several kernels.CHUNK_ELEMENTS",
     )
     args = parser.parse_args(argv)
 
     shape = (2, 8, 512, 128) if args.quick else (4, 32, 2048, 128)
-    rounds = args.rounds if args.rounds is not None else (5 if args.quick else 15)
+    rounds = args.rounds if args.rounds is not None else (5 if args.quick else 11)
     warmup = args.warmup if args.warmup is not None else (1 if args.quick else 2)
     table_len = 16384 if args.quick else 131072
     if rounds < 1 or warmup < 0:
         parser.error("--rounds must be >= 1 and --warmup >= 0")
     _, _, s, d = shape
+    r_part = d // 4
+    started = time.perf_counter()
 
     torch.manual_seed(0)
     rotate_half, rotate_half_src = _hf_rotate_half()
+    ret, ret_src = _rotary_embedding_torch()
 
     print("RoPE benchmark (posenc_core.apply_rope, rope_cos_sin)")
     print(
-        f"  torch {torch.__version__}, {torch.get_num_threads()} threads "
-        f"(interop {torch.get_num_interop_threads()}), cpu capability "
-        f"{torch.backends.cpu.get_cpu_capability()}"
+        f"  torch {torch.__version__}, {torch.get_num_threads()} threads, cpu capability "
+        f"{torch.backends.cpu.get_cpu_capability()}; CPU: {_cpu_model()} "
+        f"({os.cpu_count()} logical CPUs visible); {time.strftime('%Y-%m-%d')}"
     )
-    print(f"  CPU: {_cpu_model()} ({os.cpu_count()} logical CPUs visible)")
     print(
         f"  Python {platform.python_version()}, posenc_core from "
-        f"{Path(posenc_core.__file__).parent}"
+        f"{Path(posenc_core.__file__).parent}; transparent hugepages: "
+        f"{_read('/sys/kernel/mm/transparent_hugepage/enabled')}"
     )
-    print(
-        f"  transparent hugepages: {_read('/sys/kernel/mm/transparent_hugepage/enabled')}; "
-        f"THP_MEM_ALLOC_ENABLE={os.environ.get('THP_MEM_ALLOC_ENABLE', 'unset')}"
-    )
-    print(f"  HF formula uses {rotate_half_src}")
+    print(f"  HF formula uses {rotate_half_src}; peer: {ret_src}")
     print(
         f"  shape (b, h, s, d) = {shape}, q and k per call; {warmup} warm-up + {rounds} timed "
-        f"rounds, interleaved; apply_rope chunk = {rope_kernels.CHUNK_ELEMENTS} elements"
+        "rounds, interleaved"
     )
     if args.quick:
-        print("  QUICK MODE: small shape, results are indicative only")
+        print("  QUICK MODE: small shape, below the fused kernel's threshold; indicative only")
     print()
 
     # ---------------------------------------------------------------- inputs
-    q = torch.randn(shape)
-    k = torch.randn(shape)
-    qb, kb = q.to(torch.bfloat16), k.to(torch.bfloat16)
+    q, k = torch.randn(shape), torch.randn(shape)
+    low = {dt: (q.to(dt), k.to(dt)) for dt in (torch.bfloat16, torch.float16)}
     pos = torch.arange(s)
     cos, sin = posenc_core.rope_cos_sin(pos, d)  # (s, d) float32, layout "half"
     cos_i, sin_i = posenc_core.rope_cos_sin(pos, d, layout="interleaved")
+    cos_p, sin_p = posenc_core.rope_cos_sin(pos, r_part)  # partial rotary: (s, d/4)
+    low_tabs = {dt: posenc_core.rope_cos_sin(pos, d, dtype=dt) for dt in low}
+    cos64, sin64 = posenc_core.rope_cos_sin(pos, d, dtype=torch.float64)
     cos4, sin4 = cos[None, None], sin[None, None]  # HF: (1, 1, s, d) after unsqueeze(1)
-    cos4b, sin4b = cos4.to(torch.bfloat16), sin4.to(torch.bfloat16)  # HF casts to the input dtype
-    prealloc_q, prealloc_k = torch.empty_like(q), torch.empty_like(k)
+    cos4b, sin4b = (t.to(torch.bfloat16) for t in (cos4, sin4))  # HF casts to the input dtype
+    buf_q, buf_k = torch.empty_like(q), torch.empty_like(k)
+    work_q, work_k = q.clone(), k.clone()  # rotated in place, round after round
     apply_rope = posenc_core.apply_rope
-
-    def eager(
-        x: torch.Tensor, c: torch.Tensor, sn: torch.Tensor, layout: str = "half"
-    ) -> torch.Tensor:
-        return apply_rope(x, c, sn, layout=layout, fused=False)
 
     def hf(x: torch.Tensor, c: torch.Tensor, sn: torch.Tensor) -> torch.Tensor:
         return x * c + rotate_half(x) * sn
 
+    hf_compiled = torch.compile(hf, dynamic=False)
+
     # ---------------------------------------------------------------- correctness
     failures: list[str] = []
+    lines: list[str] = []
+
+    def check(name: str, ok: bool, detail: str) -> None:
+        lines.append(f"  {'ok  ' if ok else 'FAIL'} {name}: {detail}")
+        if not ok:
+            failures.append(f"{name}: {detail}")
+
     with torch.no_grad():
         t_first = time.perf_counter()
         ours = apply_rope(q, cos, sin)
         t_first = time.perf_counter() - t_first
         ref = hf(q, cos4, sin4)
-        diff_fp32 = (ours - ref).abs().max().item()
-        bit_fp32 = torch.equal(ours, ref)
-        n_diff_fp32 = int((ours != ref).sum())
-        ours_eager = eager(q, cos, sin)
-        diff_eager = (ours_eager - ref).abs().max().item()
-        bit_eager = torch.equal(ours_eager, ref)
-        del ours, ref, ours_eager
+        for name, got in (
+            ("apply_rope f32", ours),
+            ("apply_rope f32 eager", apply_rope(q, cos, sin, fused=False)),
+            ("apply_rope f32 out=", apply_rope(q, cos, sin, out=buf_q)),
+            ("HF compiled f32", hf_compiled(q, cos4, sin4)),
+        ):
+            n_diff = int((got != ref).sum())
+            check(name, n_diff == 0, f"{n_diff} elements differ from HF's formula")
+        qi = q.clone()
+        apply_rope(qi, cos, sin, out=qi)
+        check("apply_rope f32 out=q (in place)", torch.equal(qi, ref), "equal to HF's formula")
+        del ours, ref, qi
+        got = apply_rope(q, cos_p, sin_p)
+        ref_p = torch.cat((hf(q[..., :r_part], cos_p, sin_p), q[..., r_part:]), -1)
+        check(
+            f"apply_rope f32 partial r={r_part}",
+            torch.equal(got, ref_p),
+            "equal to HF's GPT-NeoX partial formula",
+        )
+        del got, ref_p
         plain_i = q * cos_i + posenc_core.rotate_pairs(q, layout="interleaved") * sin_i
-        ours_i = apply_rope(q, cos_i, sin_i, layout="interleaved")
-        diff_il = (ours_i - plain_i).abs().max().item()
-        bit_il = torch.equal(ours_i, plain_i)
-        del ours_i, plain_i
-        ref_b = hf(
-            qb.double(), cos4.double(), sin4.double()
-        )  # the formula on the bf16 inputs, in float64
-        ours_b, hf_b = apply_rope(qb, cos, sin), hf(qb, cos4b, sin4b)
-        diff_ours_b = (ours_b.double() - ref_b).abs().max().item()
-        diff_hf_b = (hf_b.double() - ref_b).abs().max().item()
-        diff_b_between = (ours_b.float() - hf_b.float()).abs().max().item()
-        not_nearest_ours, not_nearest_hf = _not_nearest(ours_b, ref_b), _not_nearest(hf_b, ref_b)
-        del ref_b, ours_b, hf_b
+        n_il = int((apply_rope(q, cos_i, sin_i, layout="interleaved") != plain_i).sum())
+        check("apply_rope f32 interleaved", n_il == 0, f"{n_il} elements differ from the formula")
+        exact_i = _exact_rotation(q, "interleaved")
+        err_ours_i = (plain_i.double() - exact_i).abs().max().item()
+        err_ret = math.nan
+        if ret is not None:
+            got = ret(q)
+            err_ret = (got.double() - exact_i).abs().max().item()
+            del got
+        del plain_i, exact_i
+        for dt, (xl, _) in low.items():
+            c, sn = low_tabs[dt]
+            want = round_once(rope_formula(xl.double(), c.double(), sn.double(), "half"), dt)
+            n_bad = int((apply_rope(xl, c, sn).view(torch.int16) != want.view(torch.int16)).sum())
+            check(
+                f"apply_rope {dt} ({dt} tables)",
+                n_bad == 0,
+                f"{n_bad} elements differ from the float64 formula rounded once",
+            )
+            del want
+        xb = low[torch.bfloat16][0]
+        exact_b = rope_formula(xb.double(), cos64, sin64, "half")
+        got_b = apply_rope(xb, cos64, sin64)
+        nn = _not_nearest(got_b, exact_b)
+        check("apply_rope bf16 (float64 tables)", nn == 0, f"{nn} elements not the nearest bf16")
+        hf_b = hf(xb, cos4b, sin4b)
+        nn_hf = _not_nearest(
+            hf_b, rope_formula(xb.double(), cos4b.double(), sin4b.double(), "half")
+        )
+        lines.append(
+            f"  info HF bf16 formula: {nn_hf} of {xb.numel()} elements not the nearest bf16"
+        )
+        del exact_b, got_b, hf_b
     fused_error = rope_kernels.fused_kernel.error
-    if q.numel() >= rope_kernels.FUSED_MIN_ELEMENTS:
-        path = f"{q.numel()} elements >= {rope_kernels.FUSED_MIN_ELEMENTS}: the fused kernel"
-    else:
-        path = f"{q.numel()} elements < {rope_kernels.FUSED_MIN_ELEMENTS}: the eager path"
+    path = "fused kernel" if q.numel() >= rope_kernels.FUSED_MIN_ELEMENTS else "eager path"
     print(
         f"First apply_rope call (float32, {path}): {t_first:.2f} s, compilation included"
         + (f"; COMPILING FAILED, eager path used: {fused_error}" if fused_error else "")
     )
-    print()
-    print("Correctness (q only; unit-normal inputs)")
+    print("Checks (q only; unit-normal inputs)")
+    print("\n".join(lines))
     print(
-        f"  float32 half:        max |apply_rope - HF formula| = {diff_fp32:.3g}  "
-        f"(bit-identical: {bit_fp32}, {n_diff_fp32} of {q.numel()} elements differ); must be < "
-        f"{EQUALITY_TOL:g}"
+        f"  info max |rotation - exact float64 rotation|, interleaved: apply_rope "
+        f"{err_ours_i:.3g}, {ret_src}: {err_ret:.3g}"
     )
-    print(
-        "  float32 half, eager path (fused=False): max |apply_rope - HF formula| = "
-        f"{diff_eager:.3g}  (bit-identical: {bit_eager})"
-    )
-    print(
-        f"  float32 interleaved: max |apply_rope - plain formula| = {diff_il:.3g}  "
-        f"(bit-identical: {bit_il})"
-    )
-    print(
-        f"  bfloat16: max |apply_rope - exact formula| = {diff_ours_b:.3g}, "
-        f"elements that are not the nearest bf16 to it: {not_nearest_ours} of {qb.numel()}; "
-        f"HF bf16: {diff_hf_b:.3g}, {not_nearest_hf} not nearest; max |apply_rope - HF bf16| = "
-        f"{diff_b_between:.3g}"
-    )
-    if not diff_fp32 < EQUALITY_TOL:
-        failures.append(
-            f"float32 apply_rope differs from the HF formula by {diff_fp32:.3g} >= {EQUALITY_TOL:g}"
-        )
-    if not_nearest_ours:
-        failures.append(
-            "bfloat16 apply_rope is not the nearest bf16 value of the formula for "
-            f"{not_nearest_ours} elements"
-        )
-    if not diff_eager < EQUALITY_TOL:
-        failures.append(
-            f"float32 eager apply_rope differs from the HF formula by {diff_eager:.3g} >= "
-            f"{EQUALITY_TOL:g}"
-        )
-    if not diff_il < EQUALITY_TOL:
-        failures.append(
-            f"float32 interleaved apply_rope differs from the plain formula by {diff_il:.3g} >= "
-            f"{EQUALITY_TOL:g}"
-        )
     print()
 
-    # ---------------------------------------------------------------- apply_rope timings
-    C = {
+    # ---------------------------------------------------------------- timings
+    bq, bk = low[torch.bfloat16]
+    hq, hk = low[torch.float16]
+    cb, sb = low_tabs[torch.bfloat16]
+    ch, sh = low_tabs[torch.float16]
+    C: dict[str, Callable[[], object]] = {
         "clone f32": lambda: (q.clone(), k.clone()),
-        "copy_ prealloc f32": lambda: (prealloc_q.copy_(q), prealloc_k.copy_(k)),
-        "apply_rope half f32": lambda: (apply_rope(q, cos, sin), apply_rope(k, cos, sin)),
-        "apply_rope eager half f32": lambda: (eager(q, cos, sin), eager(k, cos, sin)),
-        "HF eager f32": lambda: (hf(q, cos4, sin4), hf(k, cos4, sin4)),
+        "copy_ prealloc f32": lambda: (buf_q.copy_(q), buf_k.copy_(k)),
+        "apply_rope f32": lambda: (apply_rope(q, cos, sin), apply_rope(k, cos, sin)),
+        "apply_rope eager f32": lambda: (
+            apply_rope(q, cos, sin, fused=False),
+            apply_rope(k, cos, sin, fused=False),
+        ),
+        "apply_rope out= f32": lambda: (
+            apply_rope(q, cos, sin, out=buf_q),
+            apply_rope(k, cos, sin, out=buf_k),
+        ),
+        "apply_rope in place f32": lambda: (
+            apply_rope(work_q, cos, sin, out=work_q),
+            apply_rope(work_k, cos, sin, out=work_k),
+        ),
         "apply_rope interleaved f32": lambda: (
             apply_rope(q, cos_i, sin_i, layout="interleaved"),
             apply_rope(k, cos_i, sin_i, layout="interleaved"),
         ),
-        "clone bf16": lambda: (qb.clone(), kb.clone()),
-        "apply_rope half bf16": lambda: (apply_rope(qb, cos, sin), apply_rope(kb, cos, sin)),
-        "HF eager bf16": lambda: (hf(qb, cos4b, sin4b), hf(kb, cos4b, sin4b)),
+        f"apply_rope partial r={r_part} f32": lambda: (
+            apply_rope(q, cos_p, sin_p),
+            apply_rope(k, cos_p, sin_p),
+        ),
+        "HF eager f32": lambda: (hf(q, cos4, sin4), hf(k, cos4, sin4)),
+        "HF torch.compile f32": lambda: (hf_compiled(q, cos4, sin4), hf_compiled(k, cos4, sin4)),
+        "clone bf16": lambda: (bq.clone(), bk.clone()),
+        "apply_rope bf16": lambda: (apply_rope(bq, cb, sb), apply_rope(bk, cb, sb)),
+        "apply_rope bf16 f64 tables": lambda: (
+            apply_rope(bq, cos64, sin64),
+            apply_rope(bk, cos64, sin64),
+        ),
+        "HF eager bf16": lambda: (hf(bq, cos4b, sin4b), hf(bk, cos4b, sin4b)),
+        "clone f16": lambda: (hq.clone(), hk.clone()),
+        "apply_rope f16": lambda: (apply_rope(hq, ch, sh), apply_rope(hk, ch, sh)),
     }
+    if ret is not None:
+        C["rotary-embedding-torch f32"] = lambda: (ret(q), ret(k))
     t = Timings(C)
     t0 = time.perf_counter()
     with torch.no_grad():
         t.run(rounds, warmup)
-    print(f"apply_rope timings, ms per call on q and k ({time.perf_counter() - t0:.2f} s in all)")
+    print(f"Timings, ms per call on q and k ({time.perf_counter() - t0:.1f} s in all)")
     for name in C:
-        print(f"  {name:28s} {_describe(t, name)}")
-    print()
-
-    r_clone = t.ratio("apply_rope half f32", "clone f32")
-    r_hf = t.ratio("HF eager f32", "apply_rope half f32")
-    r_clone_b = t.ratio("apply_rope half bf16", "clone bf16")
-    r_hf_b = t.ratio("HF eager bf16", "apply_rope half bf16")
-    r_il = t.ratio("apply_rope interleaved f32", "clone f32")
-    r_copy = t.ratio("copy_ prealloc f32", "clone f32")
-    r_eager = t.ratio("apply_rope eager half f32", "clone f32")
-    print(
-        "Ratios (ratio of medians; in brackets: per-round ratios, and the ratio of the "
-        "fastest calls,"
-    )
-    print("which noise that only ever adds time cannot inflate)")
-    print(
-        f"  1. apply_rope / clone, float32:            {r_clone:.3f}x   "
-        f"[{_paired(t, 'apply_rope half f32', 'clone f32')}]"
-    )
-    print(
-        f"     eager path (fused=False) / clone, f32:  {r_eager:.3f}x   "
-        f"[{_paired(t, 'apply_rope eager half f32', 'clone f32')}]"
-    )
-    print(
-        f"  2. HF eager time / apply_rope time, f32: {r_hf:.2f}x   "
-        f"[{_paired(t, 'HF eager f32', 'apply_rope half f32')}]"
-    )
-    print(
-        f"  3. apply_rope / clone, bfloat16:           {r_clone_b:.3f}x   "
-        f"[{_paired(t, 'apply_rope half bf16', 'clone bf16')}]"
-    )
-    print(
-        f"     HF eager time / apply_rope time, bf16:{r_hf_b:.2f}x   "
-        f"[{_paired(t, 'HF eager bf16', 'apply_rope half bf16')}]"
-    )
-    print(
-        f"  4. apply_rope interleaved / clone, f32:    {r_il:.3f}x   "
-        f"[{_paired(t, 'apply_rope interleaved f32', 'clone f32')}]"
-    )
-    print(f"     copy_ into a preallocated buffer takes {r_copy:.2f}x the time of clone", end="")
-    if r_copy < 0.8:
-        print(
-            "; the difference is the first touch\n     of clone's fresh output pages "
-            "(page faults), which every out-of-place contender pays too,\n     so ratios to "
-            "clone depend on what page faults cost on the machine"
-        )
-    else:
-        print(" (small tensors: fresh pages are not the bottleneck here)")
+        print(f"  {name:30s} {_describe(t, name)}")
     print()
 
     # ---------------------------------------------------------------- chunk sweep (optional)
-    sweep: list[tuple[int, float, float]] = []
     if args.sweep_chunks:
         saved = rope_kernels.CHUNK_ELEMENTS
-        sizes = [1 << e for e in range(16, 23)]
         SC: dict[str, Callable[[], object]] = {"clone f32": C["clone f32"]}
 
         def with_chunk(n_el: int) -> Callable[[], object]:
             def call() -> object:
                 rope_kernels.CHUNK_ELEMENTS = n_el
                 try:
-                    return eager(q, cos, sin), eager(k, cos, sin)
+                    return apply_rope(q, cos, sin, fused=False), apply_rope(
+                        k, cos, sin, fused=False
+                    )
                 finally:
                     rope_kernels.CHUNK_ELEMENTS = saved
 
             return call
 
-        for n_el in sizes:
+        for n_el in [1 << e for e in range(16, 23)]:
             SC[f"chunk {n_el}"] = with_chunk(n_el)
         ts = Timings(SC)
         with torch.no_grad():
             ts.run(rounds, warmup)
         print("apply_rope eager path (half, float32, fused=False) by kernels.CHUNK_ELEMENTS")
-        print(f"  {'clone f32':28s} {_describe(ts, 'clone f32')}")
-        for n_el in sizes:
-            name = f"chunk {n_el}"
-            sweep.append((n_el, ts.median(name), ts.ratio(name, "clone f32")))
-            print(f"  {name:28s} {_describe(ts, name)}   {ts.ratio(name, 'clone f32'):.3f}x clone")
+        for name in SC:
+            print(f"  {name:30s} {_describe(ts, name)}   {ts.ratio(name, 'clone f32'):.3f}x clone")
         print()
 
     # ---------------------------------------------------------------- tables
     ref_cos, ref_sin = _tables_float64_reference(table_len, d)
     ours_cos, ours_sin = posenc_core.rope_cos_sin(torch.arange(table_len), d)
     f32_cos, f32_sin = _tables_all_float32(table_len, d)
-    err_ours = max(
+    err_tab_ours = max(
         (ours_cos.double() - ref_cos).abs().max().item(),
         (ours_sin.double() - ref_sin).abs().max().item(),
     )
-    err_f32 = max(
+    err_tab_f32 = max(
         (f32_cos.double() - ref_cos).abs().max().item(),
         (f32_sin.double() - ref_sin).abs().max().item(),
     )
@@ -476,91 +490,68 @@ def main(argv: list[str] | None = None) -> int:
         "all-float32 recipe": lambda: _tables_all_float32(table_len, d),
     }
     tt = Timings(T)
-    tt.run(rounds, warmup)
-    r_tab = tt.ratio("rope_cos_sin (float64, rounded once)", "all-float32 recipe")
-    print(f"cos/sin table of {table_len} x {d} (float32 result), ms per build")
-    for name in T:
-        print(f"  {name:38s} {_describe(tt, name)}")
-    print(
-        f"  max abs error vs float64: rope_cos_sin {err_ours:.3g}, all-float32 {err_f32:.3g}; "
-        f"rope_cos_sin takes {r_tab:.2f}x the time"
-    )
-    print()
+    tt.run(max(3, rounds // 2), 1)
 
-    # ---------------------------------------------------------------- verdicts
-    pass_clone = r_clone <= TARGET_VS_CLONE
-    pass_hf = r_hf >= TARGET_VS_HF
-    verdict = {True: "PASS", False: "FAIL"}
-
-    def row(name: str, ratio_text: str, target: str, result: str, tm: Timings = t) -> str:
-        lo, _, _, hi = tm.spread(name)
-        return (
-            f"| {name} | {_ms(tm.median(name))} | {_ms(lo)}-{_ms(hi)} | {ratio_text} | "
-            f"{target} | {result} |"
-        )
-
+    # ---------------------------------------------------------------- summary
+    verdict = {True: "PASS", False: "MISS"}
+    targets = {
+        "apply_rope f32": ("clone f32", TARGET_VS_CLONE),
+        "apply_rope out= f32": ("copy_ prealloc f32", TARGET_OUT_VS_COPY),
+        "apply_rope bf16": ("clone bf16", TARGET_LOW_VS_CLONE),
+        "apply_rope f16": ("clone f16", TARGET_LOW_VS_CLONE),
+    }
+    floors = {
+        "copy_ prealloc f32": "clone f32",
+        "apply_rope eager f32": "clone f32",
+        "apply_rope in place f32": "copy_ prealloc f32",
+        "apply_rope interleaved f32": "clone f32",
+        f"apply_rope partial r={r_part} f32": "clone f32",
+        "HF eager f32": "clone f32",
+        "HF torch.compile f32": "clone f32",
+        "rotary-embedding-torch f32": "clone f32",
+        "apply_rope bf16 f64 tables": "clone bf16",
+        "HF eager bf16": "clone bf16",
+    }
+    missed = []
     print("Summary (Markdown)")
     print()
     print(
-        f"torch {torch.__version__}, {torch.get_num_threads()} threads, {_cpu_model()}; "
-        f"q and k of shape {shape}, {rounds} interleaved rounds, medians"
-        + (" (QUICK MODE)" if args.quick else "")
+        f"{_cpu_model()}, {os.cpu_count()} CPUs, torch {torch.__version__} "
+        f"({torch.get_num_threads()} threads), {time.strftime('%Y-%m-%d')}; q and k of shape "
+        f"{shape}, {rounds} interleaved rounds, medians" + (" (QUICK MODE)" if args.quick else "")
     )
     print()
     print("| contender (q and k per call) | median ms | min-max ms | ratio | target | result |")
-    print("|---|---:|---:|---:|---|---|")
-    print(row("clone f32", "1.00 (floor)", "", ""))
-    print(row("copy_ prealloc f32", f"{r_copy:.2f}x clone", "report", "-"))
-    print(
-        row(
-            "apply_rope half f32",
-            f"{r_clone:.2f}x clone",
-            f"<= {TARGET_VS_CLONE}x clone",
-            verdict[pass_clone],
+    print("|---|---:|---:|---|---|---|")
+    for name in C:
+        lo, _, _, hi = t.spread(name)
+        if name in targets:
+            den, limit = targets[name]
+            ratio = t.ratio(name, den)
+            ok = ratio <= limit
+            if not ok:
+                missed.append(f"{name} {ratio:.2f}x {den} > {limit}x")
+            cells = f"{ratio:.2f}x {den.split()[0]} | <= {limit}x | {verdict[ok]}"
+        elif name in floors:
+            cells = f"{t.ratio(name, floors[name]):.2f}x {floors[name].split()[0]} | report | -"
+        else:
+            cells = "1.00 (floor) | | "
+        extra = f" (max err {err_ret:.2g})" if name == "rotary-embedding-torch f32" else ""
+        print(f"| {name}{extra} | {_ms(t.median(name))} | {_ms(lo)}-{_ms(hi)} | {cells} |")
+    for name, err in zip(T, (err_tab_ours, err_tab_f32)):
+        lo, _, _, hi = tt.spread(name)
+        print(
+            f"| {name}, table {table_len}x{d} | {_ms(tt.median(name))} | {_ms(lo)}-{_ms(hi)} | "
+            f"max err {err:.2g} | report | - |"
         )
-    )
-    print(row("apply_rope eager half f32", f"{r_eager:.2f}x clone", "report", "-"))
-    print(
-        row(
-            "HF eager f32",
-            f"{r_hf:.2f}x apply_rope",
-            f">= {TARGET_VS_HF}x apply_rope",
-            verdict[pass_hf],
-        )
-    )
-    print(row("apply_rope interleaved f32", f"{r_il:.2f}x clone", "report", "-"))
-    print(row("clone bf16", "1.00 (floor)", "", ""))
-    print(row("apply_rope half bf16", f"{r_clone_b:.2f}x clone", "report", "-"))
-    print(row("HF eager bf16", f"{r_hf_b:.2f}x apply_rope", "report", "-"))
-    for name, err in zip(T, (err_ours, err_f32)):
-        print(row(name, f"max err {err:.2g}", f"table {table_len}x{d}", "-", tm=tt))
     print()
-    print(
-        f"float32 max |apply_rope - HF formula| = {diff_fp32:.3g} (bit-identical: {bit_fp32}); "
-        f"HF formula: {rotate_half_src}"
-    )
-    print()
-
-    print(
-        f"TARGET 1  apply_rope <= {TARGET_VS_CLONE}x clone (float32):   {verdict[pass_clone]}  "
-        f"({r_clone:.3f}x)"
-    )
-    print(
-        f"TARGET 2  apply_rope >= {TARGET_VS_HF}x faster than HF eager: {verdict[pass_hf]}  "
-        f"({r_hf:.2f}x)"
-    )
-    print(
-        f"CHECK     float32 result within {EQUALITY_TOL:g} of HF formula:   "
-        f"{verdict[diff_fp32 < EQUALITY_TOL]}  ({diff_fp32:.3g})"
-    )
-    missed = [n for n, ok in (("1 (vs clone)", pass_clone), ("2 (vs HF)", pass_hf)) if not ok]
+    for name, (den, _) in targets.items():
+        print(f"  {name} / {den}: {_paired(t, name, den)}")
+    print(f"Total run time {time.perf_counter() - started:.0f} s")
     if missed:
         print()
         print("!" * 72)
-        print(
-            f"!!! TARGET MISSED: {', '.join(missed)}"
-            + (" (quick mode: indicative only)" if args.quick else "")
-        )
+        print("!!! TARGET MISSED: " + "; ".join(missed) + (" (quick mode)" if args.quick else ""))
         print("!" * 72)
     if failures:
         print()

@@ -33,7 +33,7 @@ def max_logit_difference(
     *,
     rope: RotaryEmbedding | None = None,
 ) -> float:
-    """Largest |logit| difference between a model as shipped and with posenc_core's rotation.
+    """Largest absolute logit difference between a model as shipped and with posenc_core's rotation.
 
     The model runs once as it is. Then, for a second run, ``modeling.apply_rotary_pos_emb(q,
     k, cos, sin)`` (the module-level function through which Llama, Qwen2, GPT-NeoX and Phi-3
@@ -58,7 +58,8 @@ def max_logit_difference(
             ``RotaryEmbedding.from_config(model.config)``.
 
     Returns:
-        max |logits as shipped - logits with posenc_core's rotation|, a float.
+        the largest absolute difference between the logits as shipped and with posenc_core's
+        rotation, a float.
 
     Raises:
         TypeError: ``model`` lacks ``config`` or ``base_model.rotary_emb``, ``modeling`` lacks

@@ -1,0 +1,313 @@
+"""A small pre-LN causal byte-level language model whose positional scheme is an argument.
+
+``ByteLM`` is a GPT-2-shaped decoder (Radford et al. 2019; nanoGPT's layout): a byte embedding
+(vocabulary 256), ``n_layers`` pre-LN blocks ``x + attn(LN(x))``, ``x + MLP(LN(x))`` with a 4x
+GELU MLP, a final LayerNorm and an output head **tied** to the byte embedding (GPT-2 ties them; it
+saves 256 x d parameters). Every weight is initialised as GPT-2 / nanoGPT do: linear layers and
+embeddings N(0, 0.02), biases 0, and the output projections of attention and MLP N(0, 0.02 /
+sqrt(2 n_layers)). Attention is :func:`posenc_core.attention.attention` with ``causal=True``.
+
+The positional scheme, one entry of :data:`SCHEMES` (one small builder each, no ``elif`` chain):
+
+* ``"none"`` (NoPE): nothing; the causal mask alone lets a decoder infer position (Haviv et al.
+  2022, Kazemnejad et al. 2023).
+* ``"sinusoidal"``: Vaswani et al.'s table added to the byte embeddings
+  (:class:`~posenc_core.sinusoidal.SinusoidalPositionalEncoding`). As in their model (Sec. 3.4)
+  and fairseq, the byte embeddings are then drawn N(0, 1/d) and multiplied by sqrt(d) at the
+  input, so tokens and the table (entries of size 1) start on one scale; with GPT-2's 0.02 the
+  table outweighs the tokens fifty to one and training stalls (measured: loss 3.26 against 2.31
+  without positions after 150 steps). The tied head uses the unscaled embedding.
+* ``"learned"``: a trained table added to the embeddings
+  (:class:`~posenc_core.learned.LearnedPositionalEmbedding`), initialised N(0, 0.02) as GPT-2
+  and BERT do. It has ``max_len`` rows (the study: 8L, the longest evaluation), but training at
+  length L only ever updates rows 0 .. L-1; rows L .. 8L-1 keep their random initialisation, so
+  what the model does there is what an untrained row gives (reported, not hidden).
+* ``"rope"``: :class:`~posenc_core.rope.RotaryEmbedding` on queries and keys in every layer;
+  its scaling can be switched at inference with :meth:`ByteLM.set_rope_scaling` (the weights
+  stay as trained).
+* ``"alibi"``: the causal ALiBi bias ``-m_h (i - j)`` with the slopes of Press et al. 2022
+  (:func:`~posenc_core.alibi.alibi_bias`), in every layer.
+* ``"t5"``: T5's causal bucketed relative bias (:class:`~posenc_core.t5_bias.T5RelativePositionBias`
+  with ``bidirectional=False``), one table computed once and shared by every layer, as T5 does;
+  initialised N(0, d_model ** -0.5) as Hugging Face's T5.
+
+Book layer: imports the core and torch. Notation for tensor shapes: b = batch, s = sequence,
+d = d_model, h = heads, d_h = head_dim, V = 256 (bytes).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .. import _validation as check
+from ..alibi import alibi_bias
+from ..attention import attention
+from ..learned import LearnedPositionalEmbedding
+from ..rope import RopeScaling, RotaryEmbedding, parse_scaling
+from ..sinusoidal import SinusoidalPositionalEncoding
+from ..t5_bias import T5RelativePositionBias
+
+__all__ = ["SCHEMES", "ByteLM"]
+
+VOCAB = 256
+
+
+class _Attention(nn.Module):
+    """Causal multi-head self-attention with an optional rotary embedding and additive bias."""
+
+    def __init__(self, d_model: int, n_heads: int, rope: RotaryEmbedding | None) -> None:
+        super().__init__()
+        self.n_heads = n_heads
+        self.qkv = nn.Linear(d_model, 3 * d_model)
+        self.proj = nn.Linear(d_model, d_model)
+        self.rope = rope
+
+    def forward(self, x: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+        b, s, d = x.shape
+        q, k, v = self.qkv(x).view(b, s, 3, self.n_heads, d // self.n_heads).unbind(2)
+        q, k, v = (t.transpose(1, 2) for t in (q, k, v))  # (b, h, s, d_h) each
+        if self.rope is not None:
+            q, k = self.rope(q, k)
+        y = attention(q, k, v, causal=True, bias=bias)  # (b, h, s, d_h)
+        return self.proj(y.transpose(1, 2).reshape(b, s, d))  # (b, s, d)
+
+
+class _Block(nn.Module):
+    def __init__(self, d_model: int, n_heads: int, rope: RotaryEmbedding | None) -> None:
+        super().__init__()
+        self.ln1, self.ln2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+        self.attn = _Attention(d_model, n_heads, rope)
+        self.fc, self.out = nn.Linear(d_model, 4 * d_model), nn.Linear(4 * d_model, d_model)
+
+    def forward(self, x: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+        x = x + self.attn(self.ln1(x), bias)
+        return x + self.out(F.gelu(self.fc(self.ln2(x))))
+
+
+class _Scheme(NamedTuple):
+    """What a scheme adds: a table on the embeddings, RoPE in every layer, a shared bias; and
+    whether the byte embeddings follow Vaswani et al. (init N(0, 1/d), times sqrt(d) at the
+    input) instead of GPT-2 (init N(0, 0.02), used as they are)."""
+
+    embedding: Callable[[ByteLM], nn.Module | None] = lambda m: None
+    rope: bool = False
+    bias: Callable[[ByteLM], nn.Module | None] = lambda m: None
+    vaswani_embedding: bool = False
+
+
+class _Sinusoidal(nn.Module):
+    """The sinusoidal table's rows 0 .. s-1, cached per length and added in the input dtype.
+
+    For float32 inputs this equals :class:`~posenc_core.sinusoidal.SinusoidalPositionalEncoding`
+    bit for bit (it forms the sum in float64 and rounds once, which is what a float32 addition
+    does), at a third of the cost in training."""
+
+    def __init__(self, d_model: int, max_len: int, base: float) -> None:
+        super().__init__()
+        self.table = SinusoidalPositionalEncoding(d_model, max_len, base=base)
+        self._cache: dict[tuple[int, torch.device], torch.Tensor] = {}
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        key = (x.shape[-2], x.device)
+        if key not in self._cache:
+            with torch.no_grad():
+                zeros = torch.zeros(x.shape[-2], x.shape[-1], device=x.device)
+                self._cache = {key: self.table(zeros)}  # (s, d)
+        return x + self._cache[key].to(x.dtype)
+
+
+class _AlibiBias(nn.Module):
+    """The causal ALiBi bias (h, s, s) for a length s (no parameters; cached per length)."""
+
+    def __init__(self, n_heads: int) -> None:
+        super().__init__()
+        self.n_heads = n_heads
+        self._cache: dict[tuple[int, torch.device], torch.Tensor] = {}
+
+    def forward(self, s: int, device: torch.device) -> torch.Tensor:
+        key = (s, device)
+        if key not in self._cache:
+            self._cache = {key: alibi_bias(self.n_heads, s, s, causal=True, device=device)}
+        return self._cache[key]
+
+
+class _T5Bias(nn.Module):
+    """T5's causal bias (h, s, s), one table for all layers."""
+
+    def __init__(self, n_heads: int, num_buckets: int, max_distance: int, d_model: int) -> None:
+        super().__init__()
+        self.bias = T5RelativePositionBias(
+            n_heads,
+            bidirectional=False,
+            num_buckets=num_buckets,
+            max_distance=max_distance,
+            init_std=d_model**-0.5,
+        )
+
+    def forward(self, s: int, device: torch.device) -> torch.Tensor:
+        return self.bias(s, s)
+
+
+SCHEMES: dict[str, _Scheme] = {
+    "none": _Scheme(),
+    "sinusoidal": _Scheme(
+        embedding=lambda m: _Sinusoidal(m.d_model, m.max_len, m.base),
+        vaswani_embedding=True,
+    ),
+    "learned": _Scheme(
+        embedding=lambda m: LearnedPositionalEmbedding(m.max_len, m.d_model, init_std=0.02)
+    ),
+    "rope": _Scheme(rope=True),
+    "alibi": _Scheme(bias=lambda m: _AlibiBias(m.n_heads)),
+    "t5": _Scheme(
+        bias=lambda m: _T5Bias(m.n_heads, m.t5_num_buckets, m.t5_max_distance, m.d_model)
+    ),
+}
+"""The positional schemes of :class:`ByteLM` (see the module docstring)."""
+
+
+class ByteLM(nn.Module):
+    """A small pre-LN causal decoder over bytes (see the module docstring for the schemes).
+
+    Args:
+        scheme: one of :data:`SCHEMES`.
+        d_model: width d (divisible by ``n_heads`` into even head widths).
+        n_layers: blocks.
+        n_heads: attention heads (d_h = d_model / n_heads).
+        max_len: rows of the learned table (``"learned"``; longer inputs raise posenc_core's
+            ``ValueError``) and of the precomputed sinusoidal table (longer ones come from the
+            formula); the study uses 8L.
+        base: frequency base of the sinusoidal table and of RoPE.
+        rope_scaling: initial RoPE scaling (None, a :class:`~posenc_core.rope.RopeScaling` or a
+            Hugging Face-style dict); only with ``scheme="rope"``.
+        t5_num_buckets, t5_max_distance: T5's causal buckets (``"t5"`` only; the study: 32 and
+            L, see :class:`~posenc_core.book.lm_study.LMStudyConfig`).
+
+    Raises:
+        ValueError, TypeError: an unknown scheme, a size out of range, or ``rope_scaling`` with
+            a scheme other than ``"rope"``.
+    """
+
+    def __init__(
+        self,
+        scheme: str,
+        *,
+        d_model: int = 64,
+        n_layers: int = 2,
+        n_heads: int = 4,
+        max_len: int = 512,
+        base: float = 10000.0,
+        rope_scaling: RopeScaling | Mapping[str, Any] | None = None,
+        t5_num_buckets: int = 32,
+        t5_max_distance: int = 64,
+    ) -> None:
+        super().__init__()
+        self.scheme = check.choice("scheme", scheme, tuple(SCHEMES))
+        self.d_model = check.even_int("d_model", d_model)
+        self.n_layers = check.positive_int("n_layers", n_layers)
+        self.n_heads = check.positive_int("n_heads", n_heads)
+        if d_model % n_heads or (d_model // n_heads) % 2:
+            raise ValueError(
+                f"n_heads={n_heads} must divide d_model={d_model} into even head widths"
+            )
+        self.max_len = check.positive_int("max_len", max_len)
+        self.base = check.base_value("base", base)
+        self.t5_num_buckets = check.positive_int("t5_num_buckets", t5_num_buckets)
+        self.t5_max_distance = check.positive_int("t5_max_distance", t5_max_distance)
+        variant = SCHEMES[scheme]
+        if rope_scaling is not None and not variant.rope:
+            raise ValueError(
+                f"rope_scaling applies to scheme 'rope' only, got scheme={scheme!r} with "
+                f"rope_scaling={rope_scaling!r}"
+            )
+        self.embed = nn.Embedding(VOCAB, d_model)
+        self.pos = variant.embedding(self)
+        self.bias = variant.bias(self)
+        self.rope = (
+            RotaryEmbedding(d_model // n_heads, base=self.base, scaling=rope_scaling)
+            if variant.rope
+            else None
+        )
+        self.blocks = nn.ModuleList(_Block(d_model, n_heads, self.rope) for _ in range(n_layers))
+        self.ln_f = nn.LayerNorm(d_model)
+        self.embed_scale = math.sqrt(d_model) if variant.vaswani_embedding else 1.0
+        self._init_weights()
+        if variant.vaswani_embedding:
+            nn.init.normal_(self.embed.weight, 0.0, d_model**-0.5)
+
+    def _init_weights(self) -> None:
+        """GPT-2's initialisation (nanoGPT's ``_init_weights``; T5's table keeps its own)."""
+        for name, p in self.named_parameters():
+            if name.startswith("bias.") or p.dim() == 1 and "ln" in name:
+                continue
+            if p.dim() == 1:
+                nn.init.zeros_(p)
+            elif name.endswith(("attn.proj.weight", "out.weight")):
+                nn.init.normal_(p, 0.0, 0.02 / math.sqrt(2 * self.n_layers))
+            else:
+                nn.init.normal_(p, 0.0, 0.02)
+
+    def set_rope_scaling(self, scaling: RopeScaling | Mapping[str, Any] | None) -> None:
+        """Switch RoPE's scaling at inference; the weights are untouched.
+
+        Every layer shares one :class:`~posenc_core.rope.RotaryEmbedding`, whose ``scaling`` is
+        replaced and whose cached cos/sin tables are dropped, so the next call rebuilds them with
+        the new frequencies and, for YaRN, the attention factor (cos and sin are multiplied by
+        :attr:`~posenc_core.rope.RopeScaling.attention_scaling`, so the scores by its square).
+
+        Args:
+            scaling: None (plain RoPE), a :class:`~posenc_core.rope.RopeScaling` or a dict such
+                as ``{"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings":
+                64}`` (parsed by :func:`~posenc_core.rope.parse_scaling`).
+
+        Raises:
+            ValueError: the model's scheme is not ``"rope"``, or the scaling is invalid.
+        """
+        if self.rope is None:
+            raise ValueError(
+                f"set_rope_scaling needs a model with scheme 'rope', this one is {self.scheme!r}"
+            )
+        parsed = parse_scaling(scaling, base=self.base)
+        RotaryEmbedding(self.rope.head_dim, base=self.base, scaling=parsed)  # refuse bad ones
+        self.rope.scaling = parsed
+        self.rope._cos = self.rope._sin = None
+
+    @property
+    def rope_scaling(self) -> RopeScaling | None:
+        """The RoPE scaling in use (None for other schemes)."""
+        return None if self.rope is None else self.rope.scaling
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        """Next-byte logits.
+
+        Args:
+            tokens: int64 ``(b, s)`` byte values 0 .. 255 (s <= ``max_len`` for ``"learned"``).
+
+        Returns:
+            logits ``(b, s, 256)``: row t predicts byte t + 1 from bytes 0 .. t.
+        """
+        check.tensor("tokens", tokens, min_dim=2)
+        if tokens.dim() != 2 or tokens.dtype != torch.long:
+            raise ValueError(
+                f"tokens must be an int64 tensor of shape (b, s), got dtype {tokens.dtype} and "
+                f"shape {tuple(tokens.shape)}"
+            )
+        if tokens.numel() and (tokens.min() < 0 or tokens.max() >= VOCAB):
+            raise ValueError(
+                f"tokens must be byte values 0 .. 255, got values from {int(tokens.min())} "
+                f"to {int(tokens.max())}"
+            )
+        x = self.embed(tokens) * self.embed_scale  # (b, s, d)
+        if self.pos is not None:
+            x = self.pos(x)  # adds the table's rows 0 .. s-1
+        s = tokens.shape[1]
+        bias = None if self.bias is None else self.bias(s, tokens.device)  # (h, s, s)
+        for block in self.blocks:
+            x = block(x, bias)
+        return self.ln_f(x) @ self.embed.weight.T  # (b, s, V), tied head

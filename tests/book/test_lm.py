@@ -1,0 +1,86 @@
+"""The byte-level causal language model (posenc_core.book.lm)."""
+
+import pytest
+import torch
+
+from posenc_core.book.lm import SCHEMES, ByteLM
+from posenc_core.rope import RopeScaling, RotaryEmbedding
+
+
+def _model(scheme, **kw):
+    torch.manual_seed(0)
+    return ByteLM(scheme, d_model=32, n_layers=2, n_heads=4, max_len=64, **kw).eval()
+
+
+@pytest.mark.parametrize("scheme", list(SCHEMES))
+def test_changing_byte_t_changes_no_logit_before_t(scheme):
+    m = _model(scheme, t5_num_buckets=8, t5_max_distance=16)
+    x = torch.randint(256, (2, 40), generator=torch.Generator().manual_seed(1))
+    y = x.clone()
+    y[:, 25] = (y[:, 25] + 7) % 256
+    with torch.no_grad():
+        a, b = m(x), m(y)
+    torch.testing.assert_close(a[:, :25], b[:, :25], rtol=0, atol=1e-5)
+    assert (a[:, 25:] - b[:, 25:]).abs().max() > 1e-3  # and it does change the later ones
+
+
+def test_rope_scaling_switch():
+    m = _model("rope")
+    with torch.no_grad():
+        for b in m.blocks:  # sharpen attention, so that positions visibly matter
+            b.attn.qkv.weight.mul_(30)
+    x = torch.randint(256, (2, 48), generator=torch.Generator().manual_seed(2))
+    with torch.no_grad():
+        plain = m(x)
+        m.set_rope_scaling({"rope_type": "linear", "factor": 1.0})  # PI with factor 1: no change
+        torch.testing.assert_close(m(x), plain, rtol=0, atol=1e-5)
+        # dynamic NTK leaves a call no longer than original_max_position_embeddings alone
+        m.set_rope_scaling(
+            {"rope_type": "dynamic", "factor": 4.0, "original_max_position_embeddings": 48}
+        )
+        torch.testing.assert_close(m(x), plain, rtol=0, atol=1e-5)
+        m.set_rope_scaling(RopeScaling("linear", factor=4.0))
+        scaled = m(x)
+        # position 0 attends only to itself (no angle difference), every later one changes
+        torch.testing.assert_close(scaled[:, 0], plain[:, 0], rtol=0, atol=1e-5)
+        change = (scaled[:, 1:] - plain[:, 1:]).abs().amax(-1)  # (b, s - 1)
+        assert change.min() > 1e-4 and change.max() > 1e-2
+        m.set_rope_scaling(None)
+        torch.testing.assert_close(m(x), plain, rtol=0, atol=1e-5)  # back, no trace left
+
+
+def test_yarn_attention_factor_is_applied_once_through_the_tables():
+    # YaRN = its frequencies, with cos and sin times mscale = 0.1 ln(4) + 1 (Peng et al., Eq. 22):
+    # the model's rotation of a query equals the factor times the same rotation without it.
+    m = _model("rope")
+    yarn = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 16}
+    m.set_rope_scaling(yarn)
+    q = torch.randn(1, 4, 20, 8, generator=torch.Generator().manual_seed(3))
+    scaled, _ = m.rope(q, q)
+    no_factor = RotaryEmbedding(8, scaling={**yarn, "attention_factor": 1.0})
+    unscaled, _ = no_factor(q, q)
+    torch.testing.assert_close(scaled, (0.1 * torch.log(torch.tensor(4.0)) + 1) * unscaled)
+    assert all(b.attn.rope is m.rope for b in m.blocks)  # one module, so set once for all
+
+
+def test_learned_table_starts_at_gpt2_scale_and_has_eval_rows():
+    m = _model("learned")
+    w = m.pos.weight
+    assert w.shape == (64, 32)
+    assert 0.015 < float(w.detach().std()) < 0.025  # N(0, 0.02), as GPT-2 and BERT
+    assert m.embed.weight is not None and sum(p is m.embed.weight for p in m.parameters()) == 1
+
+
+def test_bad_arguments_raise():
+    with pytest.raises(ValueError, match="scheme"):
+        ByteLM("relative")
+    with pytest.raises(ValueError, match="n_heads"):
+        ByteLM("rope", d_model=32, n_heads=3)
+    with pytest.raises(ValueError, match="rope_scaling applies to scheme 'rope' only"):
+        ByteLM("alibi", rope_scaling={"rope_type": "linear", "factor": 2.0})
+    with pytest.raises(ValueError, match="set_rope_scaling needs a model with scheme 'rope'"):
+        _model("none").set_rope_scaling(None)
+    with pytest.raises(ValueError, match="tokens must be byte values"):
+        _model("none")(torch.tensor([[0, 256]]))
+    with pytest.raises(ValueError, match="int64"):
+        _model("none")(torch.zeros(2, 3))

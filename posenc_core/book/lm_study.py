@@ -1,0 +1,942 @@
+"""A causal byte-level language model on real text, measured position by position.
+
+Every positional scheme of :class:`~posenc_core.book.lm.ByteLM` (NoPE, sinusoidal, learned, RoPE,
+ALiBi, T5's bias) is trained causally on windows of L bytes of Pygments' source
+(:mod:`posenc_core.book.corpus`), for several seeds, with next-byte cross-entropy. Each trained
+model is then evaluated on the committed held-out excerpt in windows of 8L bytes, and the loss is
+kept **per position** 0 .. 8L-1 (the mean over windows; one curve per seed), so that what a
+scheme does inside the training length and beyond it are never averaged together.
+
+On the trained RoPE models, without further training, the long-context methods are switched in at
+inference (:meth:`~posenc_core.book.lm.ByteLM.set_rope_scaling`), each at the factor s = 4 (which
+targets 4L) and s = 8 (8L), with original_max_position_embeddings = L (:data:`METHODS`):
+position interpolation (``linear``), NTK-aware (``ntk``), dynamic NTK (``dynamic``), YaRN with
+its attention factor 0.1 ln(s) + 1 (``yarn``) and Llama 3.1's rule (``llama3``, with Llama 3.1's
+own low_freq_factor 1 and high_freq_factor 4: they are ratios to L0, so they carry over to any
+L unchanged: wavelengths shorter than L/4 (at least four turns inside the training window) are
+kept, those longer than L (less than one turn) are divided by s, and those between are blended).
+Dynamic NTK takes its base from the length of the call; every method here is evaluated in one
+pass over the 8L window, so dynamic NTK uses the base for length 8L at every position, as
+Hugging Face computes it for one forward pass of that length. Then PI and YaRN are fine-tuned
+briefly at the length 4L with the factor 4 (:class:`LMStudyConfig`'s ``finetune_*``), and the
+per-position loss is measured after several step counts, to show how much the fine-tune matters.
+
+:func:`first_rise` gives a glanceable summary of a curve: the first position where the loss
+rises 10% above its in-range value (the mean over [L/2, L)).
+
+:class:`LMStudyConfig` holds the configuration (checked once); :func:`run_lm_study` runs it and
+writes ``lm_study.json`` and the safetensors checkpoints (:func:`save_checkpoint`), whose SHA-256
+the JSON records; :func:`load_lm` loads one for a chapter, checksum first. The results file
+records the SHA-256 of every module the study runs (:data:`CODE_MODULES`, as
+:mod:`posenc_core.book.study` does); :func:`is_stale` says when it no longer describes the code.
+Command line: ``python -m posenc_core.book.lm_study --out chapters/data/lm_study.json``.
+
+Book layer: imports the core, torch, numpy, safetensors (when saving or loading) and the
+standard library. Notation for tensor shapes: b = batch, s = sequence, P = 8L evaluation
+positions, S = seeds, V = 256.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import hashlib
+import json
+import math
+import pathlib
+import platform
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, fields
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from .. import _validation as check
+from . import corpus
+from .lm import SCHEMES, ByteLM
+
+__all__ = [
+    "METHODS",
+    "CODE_MODULES",
+    "LMStudyConfig",
+    "train_lm",
+    "per_position_loss",
+    "bucket_edges",
+    "bucket_means",
+    "first_rise",
+    "run_lm_study",
+    "scheme_curves",
+    "method_curves",
+    "finetune_curves",
+    "save_checkpoint",
+    "load_lm",
+    "code_hashes",
+    "is_stale",
+    "load_results",
+    "main",
+]
+
+RESULTS_FILE = pathlib.Path(__file__).resolve().parents[2] / "chapters" / "data" / "lm_study.json"
+"""Where ``make study`` writes the results (checkpoints go beside it)."""
+
+
+def _linear(c: LMStudyConfig, s: float) -> dict[str, Any]:
+    return {"rope_type": "linear", "factor": s}
+
+
+def _ntk(c: LMStudyConfig, s: float) -> dict[str, Any]:
+    return {"rope_type": "ntk", "factor": s}
+
+
+def _dynamic(c: LMStudyConfig, s: float) -> dict[str, Any]:
+    return {"rope_type": "dynamic", "factor": s, "original_max_position_embeddings": c.train_len}
+
+
+def _yarn(c: LMStudyConfig, s: float) -> dict[str, Any]:
+    return {"rope_type": "yarn", "factor": s, "original_max_position_embeddings": c.train_len}
+
+
+def _llama3(c: LMStudyConfig, s: float) -> dict[str, Any]:
+    return {
+        "rope_type": "llama3",
+        "factor": s,
+        "original_max_position_embeddings": c.train_len,
+        "low_freq_factor": 1.0,
+        "high_freq_factor": 4.0,
+    }
+
+
+METHODS: dict[str, Callable[[LMStudyConfig, float], dict[str, Any]]] = {
+    "pi": _linear,
+    "ntk": _ntk,
+    "dynamic": _dynamic,
+    "yarn": _yarn,
+    "llama3": _llama3,
+}
+"""Long-context methods: name -> the Hugging Face-style scaling dict for (config, factor s)."""
+
+CODE_MODULES = (
+    "book.lm_study",
+    "book.lm",
+    "book.corpus",
+    "attention",
+    "rope",
+    "alibi",
+    "t5_bias",
+    "sinusoidal",
+    "learned",
+    "_numerics",
+)
+"""posenc_core modules whose source determines the study's numbers (a package, such as ``rope``,
+counts with every module in its folder)."""
+
+
+@dataclass(frozen=True)
+class LMStudyConfig:
+    """The language-model study's configuration; the defaults are the book's CPU run.
+
+    Args:
+        schemes: positional schemes, drawn from :data:`~posenc_core.book.lm.SCHEMES`.
+        seeds: at least one non-negative seed (the book: 3); a seed fixes the initialisation,
+            the training windows and the fine-tune windows.
+        train_len: L, the training length in bytes.
+        eval_factor: evaluation windows are ``eval_factor * L`` bytes (8L).
+        d_model, n_layers, n_heads: model size (the default, 64 x 2 layers x 4 heads of 16, is
+            what trains in the CPU budget: about 13 ms a step on 2 cores).
+        steps: training steps; batch: windows per step.
+        lr: peak AdamW learning rate (betas 0.9, 0.95, no weight decay, so the learned table's
+            untrained rows stay as initialised), after ``warmup`` linear steps, decayed on a
+            cosine to ``lr / 10``; gradients clipped to norm 1.
+        log_every: steps per point of the stored training curve (the mean loss of the block).
+        base: RoPE and sinusoidal base.
+        t5_num_buckets, t5_max_distance: T5's causal buckets. 32 buckets as T5; max_distance
+            None means L: half the buckets exact (distances 0 .. 15), half logarithmic up to L,
+            so every bucket is trained and every distance beyond L falls in the last one, which
+            training reaches (T5 itself: 128 against a training length of 512).
+        factors: scaling factors s of the long-context methods (4 targets 4L, 8 targets 8L).
+        methods: names drawn from :data:`METHODS`.
+        finetune_methods: methods fine-tuned (drawn from ``methods``).
+        finetune_factor: their factor; they are fine-tuned at length ``finetune_factor * L``.
+        finetune_steps: step counts after which the fine-tuned model is evaluated (increasing;
+            the last is the fine-tune's length).
+        finetune_batch: windows per fine-tune step (default: the training batch / factor, so
+            a step sees the same number of bytes as in training).
+        finetune_lr: constant AdamW learning rate of the fine-tune.
+        eval_batch: windows per evaluation forward pass.
+        device: ``"cpu"`` (the book's numbers) or another torch device such as ``"cuda"``.
+
+    Raises:
+        TypeError, ValueError: naming the option, the value and what is allowed.
+    """
+
+    schemes: tuple[str, ...] = tuple(SCHEMES)
+    seeds: tuple[int, ...] = (0, 1, 2)
+    train_len: int = 64
+    eval_factor: int = 8
+    d_model: int = 64
+    n_layers: int = 2
+    n_heads: int = 4
+    steps: int = 1000
+    batch: int = 32
+    lr: float = 3e-3
+    warmup: int = 50
+    log_every: int = 25
+    base: float = 10000.0
+    t5_num_buckets: int = 32
+    t5_max_distance: int | None = None
+    factors: tuple[int, ...] = (4, 8)
+    methods: tuple[str, ...] = tuple(METHODS)
+    finetune_methods: tuple[str, ...] = ("pi", "yarn")
+    finetune_factor: int = 4
+    finetune_steps: tuple[int, ...] = (25, 50, 100, 200)
+    finetune_batch: int | None = None
+    finetune_lr: float = 1e-3
+    eval_batch: int = 32
+    device: str = "cpu"
+
+    def __post_init__(self) -> None:
+        def put(name: str, value: Any) -> None:
+            object.__setattr__(self, name, value)
+
+        for name in _POSITIVE:
+            put(name, check.positive_int(name, getattr(self, name)))
+        put("warmup", check.non_negative_int("warmup", self.warmup))
+        for name in ("lr", "finetune_lr"):
+            value = check.real_number(name, getattr(self, name))
+            if not value > 0:
+                raise ValueError(f"{name} must be > 0, got {value}")
+            put(name, value)
+        put("base", check.base_value("base", self.base))
+        if self.t5_max_distance is not None:
+            put("t5_max_distance", check.positive_int("t5_max_distance", self.t5_max_distance))
+        if self.finetune_batch is not None:
+            put("finetune_batch", check.positive_int("finetune_batch", self.finetune_batch))
+        for name, allowed in (
+            ("schemes", tuple(SCHEMES)),
+            ("methods", tuple(METHODS)),
+            ("finetune_methods", tuple(METHODS)),
+        ):
+            put(name, tuple(check.choice(name[:-1], x, allowed) for x in _listed(self, name)))
+        for name in ("methods", "finetune_methods", "schemes"):
+            if len(set(getattr(self, name))) != len(getattr(self, name)):
+                raise ValueError(f"{name} must not repeat an entry, got {getattr(self, name)}")
+        put("seeds", tuple(check.non_negative_int("seed", s) for s in _listed(self, "seeds")))
+        put("factors", tuple(check.positive_int("factor", s) for s in _listed(self, "factors")))
+        put(
+            "finetune_steps",
+            tuple(check.positive_int("finetune_step", s) for s in _listed(self, "finetune_steps")),
+        )
+        if list(self.finetune_steps) != sorted(set(self.finetune_steps)):
+            raise ValueError(
+                f"finetune_steps must be strictly increasing, got {self.finetune_steps}"
+            )
+        if self.finetune_methods and "rope" not in self.schemes:
+            raise ValueError("finetune_methods need the 'rope' scheme among schemes")
+        if not set(self.finetune_methods) <= set(self.methods):
+            raise ValueError(
+                f"finetune_methods {self.finetune_methods} must be drawn from methods "
+                f"{self.methods}"
+            )
+        if self.finetune_factor > self.eval_factor or self.eval_factor < 2:
+            raise ValueError(
+                f"need 2 <= eval_factor and finetune_factor <= eval_factor, got "
+                f"eval_factor={self.eval_factor}, finetune_factor={self.finetune_factor}"
+            )
+        if self.d_model % self.n_heads or (self.d_model // self.n_heads) % 2:
+            raise ValueError(
+                f"n_heads={self.n_heads} must divide d_model={self.d_model} into even head widths"
+            )
+        if not isinstance(self.device, str) or not self.device:
+            raise TypeError(f"device must be a device name such as 'cpu', got {self.device!r}")
+        if self.eval_len + 1 > corpus.EXCERPT_BYTES:
+            raise ValueError(
+                f"eval_factor * train_len = {self.eval_len} needs windows longer than the "
+                f"held-out excerpt ({corpus.EXCERPT_BYTES} bytes)"
+            )
+
+    @property
+    def eval_len(self) -> int:
+        """The evaluation window, eval_factor * L bytes."""
+        return self.eval_factor * self.train_len
+
+    @property
+    def t5_distance(self) -> int:
+        """T5's max_distance in use (L when ``t5_max_distance`` is None)."""
+        return self.train_len if self.t5_max_distance is None else self.t5_max_distance
+
+    @property
+    def ft_batch(self) -> int:
+        """Windows per fine-tune step."""
+        if self.finetune_batch is not None:
+            return self.finetune_batch
+        return max(1, self.batch // self.finetune_factor)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The configuration as a JSON-ready dict."""
+        return {
+            f.name: list(v) if isinstance(v := getattr(self, f.name), tuple) else v
+            for f in fields(self)
+        }
+
+    @classmethod
+    def from_dict(cls, options: Mapping[str, Any]) -> LMStudyConfig:
+        """A configuration from a dict such as :meth:`to_dict` writes (missing keys: defaults).
+
+        Raises:
+            TypeError: not a mapping, or an unknown option.
+        """
+        if not isinstance(options, Mapping):
+            raise TypeError(f"options must be a dict, got {type(options).__name__}")
+        known = {f.name for f in fields(cls)}
+        unknown = set(options) - known
+        if unknown:
+            raise TypeError(f"unknown option(s) {sorted(unknown)}; known: {sorted(known)}")
+        return cls(**options)
+
+
+_POSITIVE = (
+    "train_len",
+    "eval_factor",
+    "d_model",
+    "n_layers",
+    "n_heads",
+    "steps",
+    "batch",
+    "log_every",
+    "t5_num_buckets",
+    "finetune_factor",
+    "eval_batch",
+)
+
+
+def _listed(c: LMStudyConfig, name: str) -> tuple:
+    value = getattr(c, name)
+    if isinstance(value, (str, int)) or not isinstance(value, Sequence):
+        raise TypeError(f"{name} must be a list, got {value!r}")
+    if not value and name not in ("finetune_methods",):
+        raise ValueError(f"{name} must not be empty")
+    return tuple(value)
+
+
+def _config(config: object) -> LMStudyConfig:
+    if not isinstance(config, LMStudyConfig):
+        raise TypeError(f"config must be an LMStudyConfig, got {type(config).__name__}")
+    return config
+
+
+def build_model(scheme: str, config: LMStudyConfig, seed: int) -> ByteLM:
+    """The untrained model of one run: :class:`ByteLM` with ``torch.manual_seed(seed)``."""
+    c = _config(config)
+    torch.manual_seed(seed)
+    return ByteLM(
+        scheme,
+        d_model=c.d_model,
+        n_layers=c.n_layers,
+        n_heads=c.n_heads,
+        max_len=c.eval_len,
+        base=c.base,
+        t5_num_buckets=c.t5_num_buckets,
+        t5_max_distance=c.t5_distance,
+    )
+
+
+# ----------------------------------------------------------------------------- training
+
+
+def _windows(data: torch.Tensor, n: int, length: int, g: torch.Generator) -> torch.Tensor:
+    """``n`` random windows of ``length + 1`` bytes of ``data`` -> ``(n, length + 1)``."""
+    start = torch.randint(len(data) - length - 1, (n,), generator=g)
+    return data[start[:, None] + torch.arange(length + 1)]
+
+
+def _lr_at(step: int, c: LMStudyConfig) -> float:
+    """Linear warm-up to lr, then a cosine to lr / 10 (GPT-2 / nanoGPT's schedule)."""
+    if step < c.warmup:
+        return c.lr * (step + 1) / c.warmup
+    t = (step - c.warmup) / max(1, c.steps - c.warmup)
+    return c.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * t)))
+
+
+def _train(
+    model: ByteLM,
+    data: torch.Tensor,
+    steps: int,
+    batch: int,
+    length: int,
+    lr: Callable[[int], float],
+    g: torch.Generator,
+    device: str,
+    on_block: Callable[[int], None] | None = None,
+    block: int = 25,
+) -> list[float]:
+    """AdamW on next-byte cross-entropy; returns the loss of every step."""
+    model.train()
+    opt = torch.optim.AdamW(model.parameters(), lr=lr(0), betas=(0.9, 0.95), weight_decay=0.0)
+    losses = []
+    for step in range(steps):
+        w = _windows(data, batch, length, g).to(device)  # (b, s + 1)
+        logits = model(w[:, :-1])  # (b, s, V)
+        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), w[:, 1:].reshape(-1))
+        for group in opt.param_groups:
+            group["lr"] = lr(step)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        losses.append(loss.item())
+        if on_block is not None and (step + 1) % block == 0:
+            on_block(step + 1)
+    model.eval()
+    return losses
+
+
+def train_lm(
+    scheme: str, config: LMStudyConfig, seed: int, *, train_data: torch.Tensor | None = None
+) -> tuple[ByteLM, list[list[float]]]:
+    """Train one scheme at length L for one seed.
+
+    Args:
+        scheme: one of the config's schemes.
+        config: an :class:`LMStudyConfig`.
+        seed: the run's seed (initialisation; the training windows use ``seed + 1000``).
+        train_data: int64 ``(n,)`` bytes to train on; None: the verified training split
+            (:func:`~posenc_core.book.corpus.corpus_split`).
+
+    Returns:
+        ``(model, curve)``: the trained model (eval mode, on ``config.device``) and the training
+        curve ``[[step, mean loss of the block ending there], ...]`` every ``log_every`` steps.
+    """
+    c = _config(config)
+    check.choice("scheme", scheme, tuple(SCHEMES))
+    seed = check.non_negative_int("seed", seed)
+    data = corpus.corpus_split("train") if train_data is None else train_data
+    model = build_model(scheme, c, seed).to(c.device)
+    g = torch.Generator().manual_seed(seed + 1000)
+    losses = _train(model, data, c.steps, c.batch, c.train_len, lambda s: _lr_at(s, c), g, c.device)
+    return model, _blocks(losses, c.log_every)
+
+
+def _blocks(losses: Sequence[float], every: int) -> list[list[float]]:
+    return [
+        [min(i + every, len(losses)), float(np.mean(losses[i : i + every]))]
+        for i in range(0, len(losses), every)
+    ]
+
+
+# ----------------------------------------------------------------------------- evaluation
+
+
+def per_position_loss(
+    model: ByteLM,
+    data: torch.Tensor,
+    length: int,
+    *,
+    batch: int = 32,
+    max_windows: int | None = None,
+) -> np.ndarray:
+    """Mean next-byte cross-entropy at every position of windows of ``length`` bytes.
+
+    The data are cut into consecutive, non-overlapping windows of ``length + 1`` bytes (the
+    last byte of a window is only a target). Position t's loss is that of predicting byte t + 1
+    from bytes 0 .. t of its window, so the curve at t measures the model with t + 1 bytes of
+    context at absolute position t.
+
+    Args:
+        model: a :class:`ByteLM` (evaluated in ``torch.no_grad()``; its mode is left as is).
+        data: int64 ``(n,)`` bytes, e.g. :func:`~posenc_core.book.corpus.heldout_excerpt`.
+        length: window length P (the study: 8L).
+        batch: windows per forward pass.
+        max_windows: use only the first ones (None: every whole window).
+
+    Returns:
+        float64 array ``(P,)``, in nats, the mean over windows.
+
+    Raises:
+        ValueError: ``data`` holds no whole window.
+    """
+    if not isinstance(model, ByteLM):
+        raise TypeError(f"model must be a ByteLM, got {type(model).__name__}")
+    check.tensor("data", data, min_dim=1)
+    length, batch = check.positive_int("length", length), check.positive_int("batch", batch)
+    n = (len(data) - 1) // length
+    if max_windows is not None:
+        n = min(n, check.positive_int("max_windows", max_windows))
+    if n < 1:
+        raise ValueError(
+            f"data of {len(data)} bytes holds no window of length + 1 = {length + 1} bytes"
+        )
+    device = next(model.parameters()).device
+    starts = torch.arange(n) * length
+    total = torch.zeros(length, dtype=torch.float64)
+    with torch.no_grad():
+        for i in range(0, n, batch):
+            w = data[starts[i : i + batch, None] + torch.arange(length + 1)].to(device)  # (b, P+1)
+            logits = model(w[:, :-1])  # (b, P, V)
+            nll = F.cross_entropy(logits.transpose(1, 2), w[:, 1:], reduction="none")  # (b, P)
+            total += nll.double().sum(0).cpu()
+    return (total / n).numpy()
+
+
+def bucket_edges(train_len: int, eval_len: int, *, kind: str = "coarse") -> list[int]:
+    """Position buckets for summaries; inside-L and beyond-L positions never share one.
+
+    Args:
+        train_len: L.
+        eval_len: P, the last edge.
+        kind: ``"coarse"``: [0, L), [L, 2L), [2L, 4L), ... doubling up to P; ``"log"``:
+            [0, 1), [1, 2), [2, 4), ... powers of two (L must be one), up to P.
+
+    Returns:
+        increasing edges ``[0, ..., P]``; bucket k is [edges[k], edges[k+1]).
+    """
+    train_len, eval_len = (
+        check.positive_int("train_len", train_len),
+        check.positive_int("eval_len", eval_len),
+    )
+    check.choice("kind", kind, ("coarse", "log"))
+    if eval_len < train_len:
+        raise ValueError(f"eval_len={eval_len} must be >= train_len={train_len}")
+    if kind == "log" and train_len & (train_len - 1):
+        raise ValueError(f"kind='log' needs train_len a power of two, got {train_len}")
+    edges, e = [0], train_len if kind == "coarse" else 1
+    while e < eval_len:
+        edges.append(e)
+        e *= 2
+    return edges + [eval_len]
+
+
+def bucket_means(curve: np.ndarray | Sequence[float], edges: Sequence[int]) -> np.ndarray:
+    """Mean of a per-position curve (or of each row of a stack of them) over each bucket.
+
+    Args:
+        curve: ``(P,)`` or ``(S, P)`` per-position values.
+        edges: increasing bucket edges within 0 .. P (see :func:`bucket_edges`).
+
+    Returns:
+        ``(B,)`` or ``(S, B)``: the mean over positions edges[k] .. edges[k+1] - 1.
+    """
+    a = np.asarray(curve, dtype=float)
+    edges = [int(e) for e in edges]
+    if a.ndim not in (1, 2) or a.shape[-1] < 1:
+        raise ValueError(f"curve must have shape (P,) or (S, P), got {a.shape}")
+    if edges != sorted(set(edges)) or edges[0] < 0 or edges[-1] > a.shape[-1] or len(edges) < 2:
+        raise ValueError(
+            f"edges must be at least two strictly increasing positions in 0 .. {a.shape[-1]}, "
+            f"got {edges}"
+        )
+    return np.stack([a[..., lo:hi].mean(-1) for lo, hi in zip(edges[:-1], edges[1:])], -1)
+
+
+def first_rise(
+    curve: np.ndarray | Sequence[float],
+    train_len: int,
+    *,
+    rise: float = 0.10,
+    window: int | None = None,
+) -> int | None:
+    """The first position where the loss rises ``rise`` (10%) above its in-range value.
+
+    The in-range value is the mean of ``curve`` over [L/2, L) (the first positions have little
+    context, so their loss is high for a reason that has nothing to do with position). A
+    single position's loss is noisy, so the test is on a window: the result is the first
+    p >= L/2 with mean(curve[p : p + window]) > (1 + rise) * in-range value.
+
+    Args:
+        curve: ``(P,)`` per-position loss (P >= L).
+        train_len: L.
+        rise: relative rise, > 0 (0.10: 10%).
+        window: positions averaged per test; None: max(1, L // 8).
+
+    Returns:
+        that position, or None if the curve never rises that far (within P - window).
+    """
+    a = np.asarray(curve, dtype=float)
+    train_len = check.positive_int("train_len", train_len)
+    rise = check.real_number("rise", rise)
+    if a.ndim != 1 or a.shape[0] < train_len:
+        raise ValueError(f"curve must have shape (P,) with P >= L={train_len}, got {a.shape}")
+    if not rise > 0:
+        raise ValueError(f"rise must be > 0, got {rise}")
+    w = max(1, train_len // 8) if window is None else check.positive_int("window", window)
+    lo = train_len // 2
+    level = (1 + rise) * a[lo:train_len].mean()
+    means = np.convolve(a, np.ones(w) / w, mode="valid")  # means[p] = mean(a[p : p + w])
+    above = np.nonzero(means[lo:] > level)[0]
+    return None if above.size == 0 else int(lo + above[0])
+
+
+# ----------------------------------------------------------------------------- the study
+
+
+def _key(*parts: object) -> str:
+    return "/".join(str(p) for p in parts)
+
+
+def run_lm_study(
+    config: LMStudyConfig | None = None,
+    *,
+    out: str | pathlib.Path | None = None,
+    on_progress: Callable[[str], None] | None = print,
+    train_data: torch.Tensor | None = None,
+    eval_data: torch.Tensor | None = None,
+    threads: int | None = 2,
+) -> dict[str, Any]:
+    """Train every scheme and seed, evaluate per position, apply and fine-tune the methods.
+
+    Args:
+        config: an :class:`LMStudyConfig` (None: the defaults, the book's run).
+        out: the results JSON to write (checkpoints ``lm_<scheme>_seed<k>.safetensors`` go in
+            its folder: every RoPE seed and the first seed of every other scheme); None: write
+            nothing.
+        on_progress: called with one line per finished run (elapsed time and an estimate of
+            the time left); None: silent.
+        train_data, eval_data: int64 byte tensors to use instead of the verified training split
+            and the committed held-out excerpt (for tests).
+        threads: torch threads during the study (restored after); None: leave as is.
+
+    Returns:
+        the results dict (as written to ``out``, see :func:`load_results`).
+    """
+    c = LMStudyConfig() if config is None else _config(config)
+    if on_progress is not None and not callable(on_progress):
+        raise TypeError(f"on_progress must be callable or None, got {on_progress!r}")
+    old_threads = torch.get_num_threads()
+    if threads is not None:
+        torch.set_num_threads(check.positive_int("threads", threads))
+    try:
+        return _run(c, out, on_progress, train_data, eval_data)
+    finally:
+        torch.set_num_threads(old_threads)
+
+
+def _plan(c: LMStudyConfig) -> list[tuple[str, float]]:
+    """(job, relative cost in bytes processed; evaluation counted at a third) per job."""
+    ev = (corpus.EXCERPT_BYTES // c.eval_len) * c.eval_len / 3
+    jobs = [
+        (f"train {s} seed {seed}", c.steps * c.batch * c.train_len + ev)
+        for s in c.schemes
+        for seed in c.seeds
+    ]
+    if "rope" in c.schemes:
+        jobs += [(f"scaling seed {seed}", ev * len(c.methods) * len(c.factors)) for seed in c.seeds]
+        ft = c.finetune_steps[-1] * c.ft_batch * c.finetune_factor * c.train_len
+        jobs += [(f"fine-tune {m} seed {seed}", ft + ev * len(c.finetune_steps))
+                 for m in c.finetune_methods for seed in c.seeds]  # fmt: skip
+    return jobs
+
+
+def _run(c, out, on_progress, train_data, eval_data) -> dict[str, Any]:
+    start, cpu_start = time.perf_counter(), time.process_time()
+    train = corpus.corpus_split("train") if train_data is None else train_data
+    held = corpus.heldout_excerpt() if eval_data is None else eval_data
+    plan = _plan(c)
+    total, done = sum(cost for _, cost in plan), 0.0
+    job = iter(plan)
+
+    def finished() -> None:
+        nonlocal done
+        name, cost = next(job)
+        done += cost
+        if on_progress is not None:
+            elapsed = time.perf_counter() - start
+            left = elapsed / done * (total - done)
+            on_progress(f"[{elapsed:6.1f} s, about {left:5.0f} s left] {name}")
+
+    def evaluate(model: ByteLM) -> list[float]:
+        return per_position_loss(model, held, c.eval_len, batch=c.eval_batch).tolist()
+
+    runs, models = {}, {}
+    for scheme in c.schemes:
+        for seed in c.seeds:
+            t0 = time.perf_counter()
+            model, curve = train_lm(scheme, c, seed, train_data=train)
+            runs[_key(scheme, seed)] = {
+                "scheme": scheme,
+                "seed": seed,
+                "curve": curve,
+                "loss": evaluate(model),
+                "params": sum(p.numel() for p in model.parameters()),
+                "seconds": time.perf_counter() - t0,
+            }
+            models[scheme, seed] = model
+            finished()
+    scaling, finetune = {}, {}
+    if "rope" in c.schemes:
+        for seed in c.seeds:
+            model = models["rope", seed]
+            for method in c.methods:
+                for s in c.factors:
+                    params = METHODS[method](c, float(s))
+                    model.set_rope_scaling(params)
+                    scaling[_key(method, s, seed)] = {
+                        "method": method,
+                        "factor": s,
+                        "seed": seed,
+                        "scaling": params,
+                        "attention_factor": model.rope_scaling.attention_scaling,
+                        "loss": evaluate(model),
+                    }
+            model.set_rope_scaling(None)
+            finished()
+        for method in c.finetune_methods:
+            for seed in c.seeds:
+                finetune[_key(method, c.finetune_factor, seed)] = _finetune(
+                    models["rope", seed], method, seed, c, train, evaluate
+                )
+                finished()
+    results = {
+        "config": c.to_dict(),
+        "seeds": list(c.seeds),
+        "corpus": corpus.corpus_summary(),
+        "runs": runs,
+        "scaling": scaling,
+        "finetune": finetune,
+        "seconds": time.perf_counter() - start,
+        "cpu_seconds": time.process_time() - cpu_start,
+        "threads": torch.get_num_threads(),
+    }
+    if out is not None:
+        results = _save(results, models, c, pathlib.Path(out))
+    return results
+
+
+def _finetune(model, method, seed, c, train, evaluate) -> dict[str, Any]:
+    """Fine-tune a copy of a trained RoPE model with ``method`` at its factor and length."""
+    m = copy.deepcopy(model)
+    params = METHODS[method](c, float(c.finetune_factor))
+    m.set_rope_scaling(params)
+    g = torch.Generator().manual_seed(seed + 2000)
+    length = c.finetune_factor * c.train_len
+    losses, by_step, done = [], {}, 0
+    for stop in c.finetune_steps:
+        losses += _train(
+            m, train, stop - done, c.ft_batch, length, lambda s: c.finetune_lr, g, c.device
+        )
+        done = stop
+        by_step[str(stop)] = evaluate(m)
+    return {
+        "method": method,
+        "factor": c.finetune_factor,
+        "seed": seed,
+        "scaling": params,
+        "length": length,
+        "batch": c.ft_batch,
+        "lr": c.finetune_lr,
+        "curve": _blocks(losses, max(1, c.finetune_steps[-1] // 20)),
+        "loss_by_step": by_step,
+    }
+
+
+# ----------------------------------------------------------------------------- summaries
+
+
+def _stack(entries: Sequence[Mapping[str, Any]], what: str) -> np.ndarray:
+    if not entries:
+        raise KeyError(f"the results hold no {what}")
+    return np.array([e["loss"] for e in sorted(entries, key=lambda e: e["seed"])], dtype=float)
+
+
+def scheme_curves(results: Mapping[str, Any], scheme: str) -> np.ndarray:
+    """Per-position held-out loss of one scheme, one row per seed (sorted by seed).
+
+    Returns:
+        ``(S, P)`` float64 array.
+    """
+    runs = [r for r in results["runs"].values() if r["scheme"] == scheme]
+    return _stack(runs, f"run of scheme {scheme!r}")
+
+
+def method_curves(results: Mapping[str, Any], method: str, factor: int) -> np.ndarray:
+    """Per-position loss of the trained RoPE models under one method and factor, no training.
+
+    Returns:
+        ``(S, P)`` float64 array (one row per seed).
+    """
+    runs = [
+        r for r in results["scaling"].values() if r["method"] == method and r["factor"] == factor
+    ]
+    return _stack(runs, f"scaling run of method {method!r} at factor {factor}")
+
+
+def finetune_curves(results: Mapping[str, Any], method: str, steps: int) -> np.ndarray:
+    """Per-position loss after ``steps`` fine-tune steps with ``method``.
+
+    Returns:
+        ``(S, P)`` float64 array (one row per seed).
+    """
+    runs = [
+        {"seed": r["seed"], "loss": r["loss_by_step"][str(steps)]}
+        for r in results["finetune"].values()
+        if r["method"] == method and str(steps) in r["loss_by_step"]
+    ]
+    return _stack(runs, f"fine-tune of method {method!r} after {steps} steps")
+
+
+# ----------------------------------------------------------------------------- files
+
+
+def _module_files(name: str) -> list[pathlib.Path]:
+    root = pathlib.Path(__file__).resolve().parents[1]  # posenc_core/
+    path = root.joinpath(*name.split("."))
+    return sorted(path.glob("*.py")) if path.is_dir() else [path.with_suffix(".py")]
+
+
+def code_hashes() -> dict[str, str]:
+    """SHA-256 of the source of every module in :data:`CODE_MODULES` (a package: its files'
+    names and bytes in order), as :func:`posenc_core.book.study.code_hashes` does."""
+    hashes = {}
+    for name in CODE_MODULES:
+        digest = hashlib.sha256()
+        for path in _module_files(name):
+            digest.update(path.name.encode() + b"\0" + path.read_bytes())
+        hashes[name] = digest.hexdigest()
+    return hashes
+
+
+def _round(x: Any, digits: int = 4) -> Any:
+    if isinstance(x, float):
+        return x if math.isnan(x) else round(x, digits)
+    if isinstance(x, list):
+        return [_round(y, digits) for y in x]
+    if isinstance(x, dict):
+        return {k: _round(y, digits) for k, y in x.items()}
+    return x
+
+
+def save_checkpoint(model: ByteLM, path: str | pathlib.Path) -> str:
+    """Write a model's weights as safetensors; return the file's SHA-256.
+
+    Args:
+        model: a :class:`ByteLM`.
+        path: the ``.safetensors`` file to write.
+
+    Returns:
+        the lowercase hex SHA-256 of the file written.
+    """
+    from safetensors.torch import save
+
+    if not isinstance(model, ByteLM):
+        raise TypeError(f"model must be a ByteLM, got {type(model).__name__}")
+    tensors = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
+    data = save(tensors, metadata={"scheme": model.scheme})
+    path = pathlib.Path(path)
+    path.write_bytes(data)
+    return hashlib.sha256(data).hexdigest()
+
+
+def _save(results, models, c, out: pathlib.Path) -> dict[str, Any]:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    checkpoints = {}
+    for scheme in c.schemes:
+        for seed in c.seeds if scheme == "rope" else c.seeds[:1]:
+            name = f"lm_{scheme}_seed{seed}.safetensors"
+            sha = save_checkpoint(models[scheme, seed], out.parent / name)
+            checkpoints[_key(scheme, seed)] = {"file": name, "sha256": sha}
+    saved = {
+        "code_hashes": code_hashes(),
+        **{k: v for k, v in results.items() if k not in ("runs", "scaling", "finetune")},
+        "versions": {
+            "torch": torch.__version__,
+            "numpy": np.__version__,
+            "python": platform.python_version(),
+            "pygments": corpus._installed_version(),
+        },
+        "checkpoints": checkpoints,
+        **{k: _round(results[k]) for k in ("runs", "scaling", "finetune")},
+    }
+    saved["seconds"], saved["cpu_seconds"] = (
+        round(results["seconds"], 1),
+        round(results["cpu_seconds"], 1),
+    )
+    out.write_text(json.dumps(saved, separators=(",", ":")) + "\n", encoding="utf-8")
+    return saved
+
+
+def load_results(path: str | pathlib.Path | None = None) -> dict[str, Any]:
+    """Read a results file (None: the committed ``chapters/data/lm_study.json``)."""
+    return json.loads(pathlib.Path(RESULTS_FILE if path is None else path).read_text("utf-8"))
+
+
+def is_stale(results: Mapping[str, Any]) -> list[str]:
+    """Why a results file no longer describes the code and the defaults (empty: it does)."""
+    problems = []
+    recorded = results.get("code_hashes", {})
+    changed = [m for m, h in code_hashes().items() if recorded.get(m) != h]
+    if changed:
+        problems.append(f"code changed since the study ran (modules: {', '.join(changed)})")
+    if results.get("config") != LMStudyConfig().to_dict():
+        problems.append("LMStudyConfig's defaults differ from the recorded configuration")
+    return problems
+
+
+def load_lm(
+    scheme: str, seed: int = 0, *, results: str | pathlib.Path | Mapping[str, Any] | None = None
+) -> ByteLM:
+    """A trained model of the study, for a chapter: SHA-256 checked before it is read.
+
+    Args:
+        scheme: a scheme with a checkpoint (every RoPE seed; the first seed of the others).
+        seed: the run's seed.
+        results: the results file (path or loaded dict); None: the committed one. Checkpoint
+            files are looked up in the folder of that file (of the committed one for a dict).
+
+    Returns:
+        the :class:`ByteLM` in eval mode on the CPU, with plain RoPE (no scaling).
+
+    Raises:
+        KeyError: no checkpoint for (scheme, seed); the message lists those there are.
+        ValueError: the file's SHA-256 differs from the one recorded.
+    """
+    from safetensors.torch import load
+
+    path = RESULTS_FILE if results is None or isinstance(results, Mapping) else results
+    path = pathlib.Path(path)
+    res = results if isinstance(results, Mapping) else load_results(path)
+    key = _key(scheme, seed)
+    if key not in res.get("checkpoints", {}):
+        raise KeyError(
+            f"no checkpoint for scheme={scheme!r}, seed={seed!r}; there are: "
+            f"{', '.join(sorted(res.get('checkpoints', {}))) or 'none'}"
+        )
+    entry = res["checkpoints"][key]
+    file = path.parent / entry["file"]
+    data = file.read_bytes()
+    actual = hashlib.sha256(data).hexdigest()
+    if actual != entry["sha256"]:
+        raise ValueError(
+            f"refusing {file}: its SHA-256 is {actual}, but the results file records "
+            f"{entry['sha256']}; the checkpoint was changed or belongs to another run"
+        )
+    c = LMStudyConfig.from_dict(res["config"])
+    model = build_model(scheme, c, 0)
+    model.load_state_dict(load(data))
+    return model.eval()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command line: run the study (defaults or overrides) and write results and checkpoints."""
+    p = argparse.ArgumentParser(
+        prog="python -m posenc_core.book.lm_study", description=__doc__.splitlines()[0]
+    )
+    d = LMStudyConfig()
+    p.add_argument("--out", required=True, help="results JSON (checkpoints go beside it)")
+    p.add_argument("--device", default=d.device)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--seeds", type=int, nargs="+", default=list(d.seeds))
+    for name in ("train_len", "d_model", "n_layers", "n_heads", "steps", "batch"):
+        p.add_argument("--" + name.replace("_", "-"), type=int, default=getattr(d, name))
+    p.add_argument("--lr", type=float, default=d.lr)
+    a = p.parse_args(argv)
+    names = ("device", "seeds", "train_len", "d_model", "n_layers", "n_heads", "steps", "batch")
+    options = {k: getattr(a, k) for k in names + ("lr",)}
+    res = run_lm_study(LMStudyConfig.from_dict(options), out=a.out, threads=a.threads)
+    print(f"Wrote {a.out}: {len(res['runs'])} runs in {res['seconds']:.1f} s wall")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

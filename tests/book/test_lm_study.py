@@ -1,0 +1,162 @@
+"""The language-model study (posenc_core.book.lm_study) and its committed results."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from posenc_core.book import corpus
+from posenc_core.book import lm_study as st
+
+TINY = dict(
+    seeds=(0,),
+    train_len=16,
+    steps=60,
+    batch=16,
+    d_model=32,
+    n_layers=1,
+    n_heads=2,
+    lr=3e-3,
+    warmup=5,
+    log_every=10,
+    t5_num_buckets=8,
+    factors=(4,),
+    finetune_steps=(3, 6),
+    eval_batch=16,
+)
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    out = tmp_path_factory.mktemp("lm") / "lm.json"
+    data = corpus.heldout_excerpt()
+    res = st.run_lm_study(
+        st.LMStudyConfig(**TINY),
+        out=out,
+        on_progress=None,
+        train_data=data[16384:],
+        eval_data=data[:16384],
+    )
+    return res, out
+
+
+def test_smoke_every_scheme_loss_falls(tiny):
+    res, _ = tiny
+    assert {r["scheme"] for r in res["runs"].values()} == set(st.SCHEMES)
+    for key, run in res["runs"].items():
+        curve = [loss for _, loss in run["curve"]]
+        assert curve[-1] < curve[0] - 0.5, f"{key}: {curve[0]:.2f} -> {curve[-1]:.2f}"
+        assert len(run["loss"]) == 8 * 16  # per position 0 .. 8L-1
+    assert len(res["scaling"]) == len(st.METHODS)  # every method at the one factor, one seed
+    assert set(next(iter(res["finetune"].values()))["loss_by_step"]) == {"3", "6"}
+
+
+def test_same_command_gives_the_same_numbers(tiny):
+    res, _ = tiny
+    data = corpus.heldout_excerpt()
+    cfg = st.LMStudyConfig(**{**TINY, "schemes": ("rope",), "finetune_methods": ()})
+    _, first = st.train_lm("rope", cfg, 0, train_data=data[16384:])
+    _, again = st.train_lm("rope", cfg, 0, train_data=data[16384:])
+    _, other = st.train_lm("rope", cfg, 1, train_data=data[16384:])
+    assert first == again and first != other
+    np.testing.assert_allclose(first, res["runs"]["rope/0"]["curve"], atol=1e-4)  # as saved
+
+
+def test_per_position_loss_shape_and_meaning():
+    torch.manual_seed(0)
+    model = st.build_model("none", st.LMStudyConfig(**TINY), 0)
+    data = corpus.heldout_excerpt()[: 10 * 32 + 5]
+    curve = st.per_position_loss(model, data, 32, batch=4)
+    assert curve.shape == (32,) and curve.dtype == np.float64
+    # an untrained GPT-2-initialised model predicts nearly uniformly: about ln(256) nats
+    assert np.all(np.abs(curve - np.log(256)) < 0.3)
+    with pytest.raises(ValueError, match="holds no window"):
+        st.per_position_loss(model, data[:20], 32)
+
+
+def test_first_rise_on_hand_made_curves():
+    L = 16
+    flat = np.full(8 * L, 2.0)
+    assert st.first_rise(flat, L) is None
+    step = flat.copy()
+    step[40:] = 2.3  # 15% above the in-range value from position 40 on
+    assert st.first_rise(step, L, window=1) == 40
+    assert st.first_rise(step, L, window=4) == 39  # [39, 43) averages 2.225 > 2.2, [38, 42) 2.15
+    assert st.first_rise(step, L, rise=0.2, window=1) is None
+    early = flat.copy()
+    early[:4] = 5.0  # high loss with little context is not a rise: the search starts at L/2
+    assert st.first_rise(early, L, window=1) is None
+    spike = flat.copy()
+    spike[30] = 2.5  # one noisy position: the window of 2 averages it away (2.25 > 2.2 though)
+    assert st.first_rise(spike, L, window=4) is None
+    with pytest.raises(ValueError, match="P >= L"):
+        st.first_rise(flat[:8], L)
+    with pytest.raises(ValueError, match="rise"):
+        st.first_rise(flat, L, rise=0)
+
+
+def test_buckets_never_mix_inside_and_beyond_L():
+    assert st.bucket_edges(64, 512) == [0, 64, 128, 256, 512]
+    assert st.bucket_edges(64, 512, kind="log") == [0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
+    curves = np.stack([np.arange(8.0), 2 * np.arange(8.0)])
+    np.testing.assert_allclose(st.bucket_means(curves, [0, 2, 8]), [[0.5, 4.5], [1.0, 9.0]])
+    with pytest.raises(ValueError, match="edges"):
+        st.bucket_means(curves, [0, 9])
+
+
+def test_checkpoint_loader_checks_the_sha(tiny, tmp_path):
+    res, out = tiny
+    model = st.load_lm("rope", 0, results=out)
+    assert model.scheme == "rope" and model.rope_scaling.rope_type == "default"
+    x = corpus.heldout_excerpt()[:33]
+    with torch.no_grad():
+        curve = st.per_position_loss(model, x, 32)
+    np.testing.assert_allclose(curve.mean(), np.mean(res["runs"]["rope/0"]["loss"][:32]), atol=1)
+    file = out.parent / res["checkpoints"]["rope/0"]["file"]
+    data = bytearray(file.read_bytes())
+    data[-1] ^= 1
+    file.write_bytes(bytes(data))
+    with pytest.raises(ValueError, match="SHA-256"):
+        st.load_lm("rope", 0, results=out)
+    with pytest.raises(KeyError, match="rope/0"):
+        st.load_lm("alibi", 5, results=out)
+
+
+def test_results_file_is_written_with_provenance(tiny):
+    _, out = tiny
+    saved = json.loads(out.read_text())
+    assert set(saved["code_hashes"]) == set(st.CODE_MODULES)
+    assert {"torch", "numpy", "python", "pygments"} <= set(saved["versions"])
+    assert saved["corpus"]["licence"] == "BSD-2-Clause"
+
+
+def test_committed_results_are_not_stale_and_complete():
+    if not st.RESULTS_FILE.exists():
+        pytest.skip(f"{st.RESULTS_FILE} does not exist yet: run the study")
+    saved = st.load_results()
+    problems = st.is_stale(saved)
+    assert not problems, f"{st.RESULTS_FILE.name} is stale ({'; '.join(problems)}): re-run it"
+    c = st.LMStudyConfig.from_dict(saved["config"])
+    assert len(c.seeds) >= 3 and set(c.schemes) == set(st.SCHEMES)
+    assert set(saved["runs"]) == {f"{s}/{seed}" for s in c.schemes for seed in c.seeds}
+    assert {f"rope/{seed}" for seed in c.seeds} <= set(saved["checkpoints"])
+    for entry in saved["checkpoints"].values():
+        assert (st.RESULTS_FILE.parent / entry["file"]).exists()
+
+
+def test_config_refuses_bad_values():
+    with pytest.raises(ValueError, match="scheme"):
+        st.LMStudyConfig(schemes=("rope", "xpos"))
+    with pytest.raises(ValueError, match="lr"):
+        st.LMStudyConfig(lr=0)
+    with pytest.raises(ValueError, match="strictly increasing"):
+        st.LMStudyConfig(finetune_steps=(50, 25))
+    with pytest.raises(TypeError, match="seeds"):
+        st.LMStudyConfig(seeds=3)
+    with pytest.raises(ValueError, match="n_heads"):
+        st.LMStudyConfig(d_model=64, n_heads=3)
+    with pytest.raises(TypeError, match="unknown option"):
+        st.LMStudyConfig.from_dict({"stepz": 3})
+    with pytest.raises(TypeError, match="LMStudyConfig"):
+        st.train_lm("rope", {"steps": 3}, 0)

@@ -86,7 +86,12 @@ lab: $(VENV)/.reader-ok
 clean:
 	rm -rf $(VENV) _build _vendor/site .pytest_cache .hypothesis
 
-# Chapter 5's study (all schemes, tasks and seeds; about 2 minutes on 2 CPU cores). Rerun it
-# whenever posenc_core/book/study.py or a module it hashes changes: a test checks the file.
+# The studies the chapters report (at most 15 minutes on 2 CPU cores): the encoder tasks
+# (chapter 5) and the causal language model on Pygments' source with its long-context methods
+# (chapters 5 and 7; it also writes the checkpoints the chapters load). Rerun it whenever a
+# study module or a module it hashes changes: tests check both results files.
 study: $(VENV)/.reader-ok
-	$(PY) -m posenc_core.book.study --out chapters/data/learned_vs_fixed.json
+	@start=$$(date +%s); \
+	$(PY) -m posenc_core.book.study --out chapters/data/learned_vs_fixed.json || exit 1; \
+	$(PY) -m posenc_core.book.lm_study --out chapters/data/lm_study.json || exit 1; \
+	echo "Studies done in $$(( $$(date +%s) - start )) s".

@@ -58,11 +58,12 @@ def apply_rope(
             the whole head is rotated, the usual case; r < d: partial rotary).
         layout: ``"half"`` (pairs (i, i + r/2)) or ``"interleaved"`` (pairs (2i, 2i + 1)),
             within the first r dims.
-        fused: ``None`` (choose: a compiled kernel for large CPU inputs with one shared
-            table, else the eager path), ``True`` (the compiled kernel: CPU tensors without
-            autograd, float32/float64, or bfloat16/float16 with tables of the same dtype;
-            compile errors are raised) or ``False`` (never compile). With autograd the
-            plain formula runs.
+        fused: ``None`` (the native kernel, a small C loop compiled on first use, for CPU
+            tensors when it is available; otherwise the eager path, after one RuntimeWarning
+            naming why), ``True`` (the native kernel: CPU tensors without autograd; a
+            RuntimeError if it cannot be compiled) or ``False`` (never the native kernel: the
+            eager torch path). Every choice gives the same values. With autograd (or under
+            the caller's ``torch.compile``) the plain formula runs.
         out: optional tensor of the shape, dtype and device of ``x`` to write the result
             into (returned); ``out=x`` rotates in place, and a slice of a larger buffer
             (a KV cache, ``out=cache[:, :, t0:t1]``) works. It must not partly overlap
@@ -159,13 +160,6 @@ def _check_apply_args(
     if x.device.type != "cpu":
         raise ValueError(
             f"fused=True is for CPU tensors, got x on {x.device}; use fused=None or False"
-        )
-    if not kernels.can_fuse(x.dtype, cos.dtype, sin.dtype):
-        raise ValueError(
-            f"fused=True is for float32 and float64 tensors, and for bfloat16/float16 x with "
-            f"tables of the same dtype; got x of dtype {x.dtype} and tables of dtype "
-            f"{cos.dtype}, {sin.dtype} (low-precision x with wider tables is rotated in "
-            "float64 and rounded once by the eager path); use fused=None or False"
         )
 
 

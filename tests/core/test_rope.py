@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from rounding import is_nearest
 
 import posenc_core as pc
-from posenc_core.rope import kernels
+from posenc_core.rope import kernels, native
 
 LAYOUTS = ("half", "interleaved")
 F64 = torch.float64
@@ -565,9 +565,8 @@ def _tables(table_shape, b, s, d, layout, dtype):
 @pytest.mark.parametrize("table_shape", ["s d", "1 1 s d", "b 1 s d", "1 d"])
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_fused_kernel_equals_the_formula_bit_for_bit(dtype, table_shape, layout):
-    """fused=True (torch.compile of the pair-by-pair form) gives x * cos + turn90(x) * sin exactly:
-    every product and sum rounded once, as in the formula (RoFormer Eq. 34), whatever the table
-    shape."""
+    """fused=True (the native kernel) gives x * cos + turn90(x) * sin exactly: every product and
+    sum rounded once, as in the formula (RoFormer Eq. 34), whatever the table shape."""
     b, h, s, d = 3, 5, 7, 6
     contiguous = table_shape != "1 1 s d"  # one case with strides from a (b, s, h, d) projection
     x = (
@@ -585,71 +584,59 @@ def test_fused_kernel_equals_the_formula_bit_for_bit(dtype, table_shape, layout)
 
 
 class _Spy:
-    """Stands in for kernels.fused_kernel: records calls, then runs the real kernel or raises."""
+    """Stands in for native.kernel: records the calls that reach the native kernel."""
 
-    def __init__(self, fail=False):
-        self.calls, self.fail, self.error, self.real = 0, fail, None, kernels.FusedKernel()
+    def __init__(self):
+        self.real, self.calls = native.kernel, []
+        self.error, self.warned = None, False
 
-    def _record(self):
-        self.calls += 1
-        if self.fail:
-            raise RuntimeError("no C++ compiler here\nsecond line")
+    def library(self):
+        return self.real.library()
 
-    def into(self, *args):
-        self._record()
-        return self.real.into(*args)
-
-    def in_place(self, *args):
-        self._record()
-        return self.real.in_place(*args)
+    def rotate(self, x, cos, sin, layout, out):
+        self.calls.append("in place" if out is x else "out")
+        return self.real.rotate(x, cos, sin, layout, out)
 
 
-def test_auto_mode_fuses_large_float_cpu_inputs_only(monkeypatch):
-    """fused=None takes the compiled kernel for float32/float64 CPU inputs of at least
-    kernels.FUSED_MIN_ELEMENTS with one shared table and no autograd, and the eager path
-    otherwise."""
+def test_auto_mode_takes_the_native_kernel_without_autograd_only(monkeypatch):
+    """fused=None takes the native kernel for CPU inputs of every floating dtype and table shape
+    (converted to the working dtype first) when there is no autograd; fused=False and autograd
+    callers never do, and every route gives the formula's values."""
     spy = _Spy()
-    monkeypatch.setattr(kernels, "fused_kernel", spy)
-    monkeypatch.setattr(kernels, "FUSED_MIN_ELEMENTS", 2 * 5 * 8)
+    monkeypatch.setattr(native, "kernel", spy)
     cos, sin = pc.rope_cos_sin(torch.arange(5), 8)
-    big, small = (
-        randn(2, 5, 8, seed=24, dtype=torch.float32),
-        randn(1, 5, 8, seed=24, dtype=torch.float32),
-    )
-    expected = big * cos + turn90(big, "half") * sin
-    assert torch.equal(pc.apply_rope(big, cos, sin), expected) and spy.calls == 1
-    pc.apply_rope(small, cos, sin)  # below the threshold
-    pc.apply_rope(
-        big.to(torch.bfloat16), cos, sin
-    )  # low precision: eager (compiled bf16 is slower)
-    pc.apply_rope(big, cos.expand(2, 5, 8), sin.expand(2, 5, 8))  # per-batch tables
-    pc.apply_rope(big, cos, sin, fused=False)
-    with_grad = pc.apply_rope(big.clone().requires_grad_(), cos, sin)  # autograd: the plain formula
-    assert with_grad.requires_grad and spy.calls == 1
+    x = randn(2, 5, 8, seed=24, dtype=torch.float32)
+    expected = x * cos + turn90(x, "half") * sin
+    assert torch.equal(pc.apply_rope(x, cos, sin), expected) and len(spy.calls) == 1
+    pc.apply_rope(x.to(torch.bfloat16), cos, sin)  # float64 working dtype: native too
+    pc.apply_rope(x, cos.expand(2, 5, 8), sin.expand(2, 5, 8))  # per-batch tables
+    assert len(spy.calls) == 3
+    assert torch.equal(pc.apply_rope(x, cos, sin, fused=False), expected)
+    with_grad = pc.apply_rope(x.clone().requires_grad_(), cos, sin)  # autograd: the formula
+    assert with_grad.requires_grad and len(spy.calls) == 3
     assert torch.equal(with_grad.detach(), expected)
 
 
-def test_auto_mode_falls_back_once_when_compiling_fails(monkeypatch):
-    """A failed compile warns once, names the reason, and auto mode then stays on the eager path;
-    fused=True raises instead."""
-    spy = _Spy(fail=True)
-    monkeypatch.setattr(kernels, "fused_kernel", spy)
-    monkeypatch.setattr(kernels, "FUSED_MIN_ELEMENTS", 1)
+def test_auto_mode_falls_back_once_when_the_native_kernel_cannot_be_built(monkeypatch, tmp_path):
+    """Without a C compiler, auto mode warns once, names the reason and uses the eager path (same
+    values); fused=True raises a RuntimeError naming the reason instead."""
+    monkeypatch.setenv("POSENC_CACHE_DIR", str(tmp_path))
+    broken = native.NativeKernel(compiler="no-such-c-compiler-posenc")
+    monkeypatch.setattr(native, "kernel", broken)
     x = randn(2, 5, 8, seed=25, dtype=torch.float32)
     cos, sin = pc.rope_cos_sin(torch.arange(5), 8)
     expected = x * cos + turn90(x, "half") * sin
     with pytest.warns(
         RuntimeWarning,
-        match=r"could not be compiled \(RuntimeError: no C\+\+ compiler here\); using the eager",
+        match=r"native kernel could not be built \(RuntimeError: no C compiler "
+        r"'no-such-c-compiler-posenc'.*\); using the eager path",
     ):
         assert torch.equal(pc.apply_rope(x, cos, sin), expected)
-    assert spy.error == "RuntimeError: no C++ compiler here" and spy.calls == 1
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert torch.equal(pc.apply_rope(x, cos, sin), expected)  # no second try, no second warning
-    assert spy.calls == 1
+        assert torch.equal(pc.apply_rope(x, cos, sin), expected)  # no second warning
     with pytest.raises(
-        RuntimeError, match=r"apply_rope\(fused=True\): torch.compile failed: no C\+\+ compiler"
+        RuntimeError, match=r"apply_rope\(fused=True\): the native kernel is unavailable: "
     ):
         pc.apply_rope(x, cos, sin, fused=True)
 
@@ -1017,13 +1004,6 @@ BAD = [
         lambda: pc.apply_rope(_X.clone().requires_grad_(), _COS, _COS, fused=True),
         ValueError,
         r"fused=True computes without autograd",
-    ),
-    (
-        "fused bfloat16",
-        lambda: pc.apply_rope(_X.bfloat16(), _COS, _COS, fused=True),
-        ValueError,
-        r"fused=True is for float32 and float64 tensors, and for bfloat16/float16 x with tables "
-        r"of the same dtype; got x of dtype torch\.bfloat16 and tables of dtype torch\.float32",
     ),
     (
         "fused off the CPU",

@@ -1,0 +1,603 @@
+"""The native CPU kernel of :func:`~posenc_core.rope.apply_rope`: a small C function, compiled
+on first use with the system C compiler and called through ``ctypes`` on the tensors' data
+pointers.
+
+One pass per pair: read x1 = x[i] and x2 = x[partner(i)] (``"half"``: i + r/2;
+``"interleaved"``: 2i + 1) and the table entries, write both outputs. Rotating in place
+(``out is x``) is therefore safe with no temporary, and partial rotary copies the pass-through
+dims ``x[..., r:]`` in the same loop over rows. Rows are split over ``torch.get_num_threads()``
+OpenMP threads; every element is computed on its own, so the bits do not depend on the number
+of threads (tested).
+
+What each dtype computes (``tests/core/test_rope_native.py`` checks each bit for bit):
+
+* float32/float64 x and tables: ``x1*c1 - x2*s1`` and ``x2*c2 + x1*s2``, every product and sum
+  rounded on its own, in that order: the formula's roundings
+  (:func:`~posenc_core.rope.formula.rope_formula`), so Hugging Face's
+  ``q * cos + rotate_half(q) * sin`` bit for bit. Compiled with ``-ffp-contract=off`` (no fused
+  multiply-add, which rounds once where the formula rounds twice) and never ``-ffast-math`` /
+  ``-Ofast`` (they would reassociate sums and flush subnormals).
+* bfloat16/float16 x with tables of its dtype: the correctly rounded value of the exact
+  ``x1*c1 - x2*s1`` (to nearest, ties to even). Products of two bfloat16 (8 significant bits) or
+  two float16 (11) numbers are exact in float32 (24) unless they underflow; Knuth's TwoSum gives
+  the rounded float32 sum s and its exact error e; rounding s *to odd* (if e != 0 and s's last
+  bit is 0, move s one ulp toward e on its bits) leaves the float32 -> bfloat16/float16
+  conversion (to nearest even, in integer arithmetic) as the only rounding (Boldo and
+  Melquiond 2008: round-to-odd at precision 24 >= p + 2 then to nearest at p = 8 or 11 is the
+  correct rounding, subnormal targets included). float16 products lie in [2**-48, 2**32],
+  always exact. bfloat16 has float32's exponent range: rows holding an |x| outside
+  [2**-63, 2**100) (zero, inf and NaN are fine), or every row when a table entry is outside
+  [2**-63, 2**8] (checked in Python on the small tables), take a scalar exact path: float64
+  products (exact), TwoSum in float64, round to odd into float32 on the float32 grid
+  (subnormals included), then to nearest even.
+* bfloat16/float16 x with float64 tables (what RotaryEmbedding uses for such inputs): the
+  formula in float64 (each product and sum rounded in float64), rounded once to the dtype:
+  to odd into float32, then to nearest even (as ``_numerics.round_once``).
+
+Signed zeros, infinities and NaN follow IEEE's rules exactly as the float64 formula does; NaN
+results are torch's canonical ones (0x7FC0 for bfloat16, sign | 0x7E00 for float16). Each
+thread sets round-to-nearest and clears flush-to-zero / denormals-are-zero (x86 MXCSR) for the
+duration of the call, so subnormals are honoured whatever the caller set.
+
+Build: the source is compiled into a cache directory (``$POSENC_CACHE_DIR``, else
+``~/.cache/posenc_core``, else a fresh temporary directory when neither is writable) under a
+name keyed by the SHA-256 of the source, the compiler's ``--version``, the flags and the CPU's
+feature flags (``-march=native``); built to a temporary name and renamed atomically, so two
+processes compiling at once both end with a complete library. Nothing is downloaded. A
+missing compiler or a compile error is kept (its first line) in :attr:`NativeKernel.error`;
+``kernels.rotate`` then warns once and uses the eager paths.
+
+Notation for tensor shapes: s = sequence, d = head_dim, r = rotary width (r <= d); x is
+``(..., s, d)`` with its last dimension contiguous.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+
+import torch
+
+# The C source. Kinds: 0 float32, 1 float64, 2 bfloat16 with bfloat16 tables, 3 float16 with
+# float16 tables, 4 bfloat16 with float64 tables, 5 float16 with float64 tables.
+SOURCE = r"""
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <omp.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <xmmintrin.h>
+#endif
+
+#define MAX_DIMS 16
+#define PARALLEL_MIN_ELEMENTS 32768  /* below this, one thread: a team costs more than it saves */
+#define INLINE static inline __attribute__((always_inline))
+
+/* ---------------------------------------------------------------- bit casts */
+
+INLINE uint32_t bits32(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+INLINE float float32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+
+/* bfloat16 -> float32: exact (the 16 high bits). */
+INLINE float from_bf16(uint16_t h) { return float32((uint32_t)h << 16); }
+
+/* float16 -> float32, exact: the 15 magnitude bits moved to float32's fields and scaled by
+   2**112 (the exponent bias difference; also makes float16 subnormals normal), inf/NaN
+   (exponent 31) mapped to float32's exponent 255, then the sign. (GCC 12 does not vectorise
+   its own _Float16 conversions, so the integer versions are faster here.) */
+INLINE float from_f16(uint16_t h) {
+  uint32_t mag = (uint32_t)(h & 0x7fffu) << 13;
+  uint32_t u = bits32(float32(mag) * 0x1p112f);
+  u = ((h & 0x7c00u) == 0x7c00u) ? (mag | 0x7f800000u) : u;
+  return float32(u | ((uint32_t)(h & 0x8000u) << 16));
+}
+
+/* float32 -> bfloat16, to nearest with ties to even: add 0x7FFF plus the kept last bit, keep
+   the high 16 bits (inf stays inf, large finite values carry into inf); NaN -> 0x7FC0 as
+   torch. */
+INLINE uint16_t to_bf16(uint32_t u) {
+  uint16_t r = (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+  return ((u & 0x7fffffffu) > 0x7f800000u) ? (uint16_t)0x7fc0u : r;
+}
+
+/* float32 -> float16, to nearest with ties to even. Normal results (|v| >= 2**-14): rebias
+   the exponent and round away 13 bits as for bfloat16 (a carry moves into the exponent).
+   Subnormal results: |v| + 0.5 rounds |v| to a multiple of 2**-24 (the ulp of 0.5), float16's
+   subnormal grid, and its bits minus those of 0.5 count the steps (1024 steps is the smallest
+   normal, encoded correctly). |v| >= 65520 (the midpoint above 65504, even side inf) -> inf;
+   NaN -> 0x7E00 with the sign, as torch. */
+INLINE uint16_t to_f16(uint32_t u) {
+  uint32_t sign = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
+  uint32_t n = a - (112u << 23);
+  uint32_t normal = (n + 0xfffu + ((n >> 13) & 1u)) >> 13;
+  uint32_t sub = bits32(float32(a) + 0.5f) - 0x3f000000u;
+  uint32_t m = (a < 0x38800000u) ? sub : normal;
+  m = (a >= 0x477ff000u) ? 0x7c00u : m;
+  m = (a > 0x7f800000u) ? 0x7e00u : m;
+  return (uint16_t)(sign | m);
+}
+
+/* p + b, exact products p and b, rounded to odd at float32 precision: s = fl(p + b) and its
+   exact error e by TwoSum (Knuth; six operations, exact in round-to-nearest without
+   reassociation); if e != 0 and s's last bit is 0, s moves one ulp toward e (away from zero
+   when e has s's sign), which is the odd one of the two floats around p + b. s = 0 implies
+   e = 0; inf/NaN sums are left alone (e is NaN there). */
+INLINE uint32_t odd_sum32(float p, float b) {
+  float s = p + b;
+  float bb = s - p;
+  float e = (p - (s - bb)) + (b - bb);
+  uint32_t u = bits32(s), eu = bits32(e);
+  /* 0/1 flags in integer arithmetic (comparisons of _Bool type would stop the vectoriser) */
+  uint32_t inexact = ((eu & 0x7fffffffu) + 0x7fffffffu) >> 31;    /* e != 0 */
+  uint32_t special = ((u & 0x7f800000u) + 0x00800000u) >> 31;     /* s is inf or NaN */
+  uint32_t fix = inexact & ~special & ~u & 1u;                    /* ... and s's last bit 0 */
+  uint32_t step = 1u - (((eu ^ u) >> 31) << 1);                   /* +1, or -1 toward zero */
+  return u + (step & (0u - fix));
+}
+
+/* A float64 value S rounded to odd at float32 precision on float32's grid (subnormals
+   included): to nearest, one step toward zero if that went past S, then the last bit set if
+   inexact (as _numerics._round_once; inf past a finite S becomes FLT_MAX, then the conversion
+   gives inf; NaN stays NaN). */
+INLINE uint32_t odd64(double S) {
+  float f = (float)S;
+  double fd = (double)f;
+  uint32_t u = bits32(f);
+  u = (__builtin_fabs(fd) > __builtin_fabs(S)) ? u - 1u : u;
+  return (fd != S) ? (u | 1u) : u;
+}
+
+/* The exact S + e (TwoSum in float64) rounded to odd at float32 precision (as
+   _numerics.round_sum_once): d = f - S is exact; f is S + e if d == e; else step toward zero if
+   f is past S + e, and set the last bit. */
+INLINE uint32_t odd_pair64(double S, double e) {
+  float f = (float)S;
+  uint32_t u = bits32(f);
+  if ((u & 0x7f800000u) == 0x7f800000u) return u;  /* inf or NaN: a correct result already */
+  double d = (double)f - S;
+  if (d == e) return u;
+  int past = (S > 0) ? (d > e) : (d < e);
+  return (past ? u - 1u : u) | 1u;
+}
+
+/* One element of the exact float64 path: p + b with p, b exact float64 products. */
+INLINE uint32_t odd_exact64(double p, double b) {
+  double S = p + b;
+  double bb = S - p;
+  double e = (p - (S - bb)) + (b - bb);
+  return odd_pair64(S, e);
+}
+
+/* ---------------------------------------------------------------- rows
+   Each row function rotates the h = r/2 pairs of one row. x1/x2 (o1/o2, c1/c2, w1/w2) point at
+   the first and second element of pair 0; step is 1 ("half": the second elements start r/2
+   later) or 2 ("interleaved"). The tables c (cos) and w (the signed sine: -sin on the first
+   element of every pair, sin on the second) are already in the working type, float or double
+   (see fill_tables). The in-place versions read and write through x1, x2 only (a pair is read
+   before it is written, and pairs are disjoint). */
+
+#define ROW_FUNCTIONS(NAME, T, TT, LOAD, STORE, OP)                                            \
+  INLINE void NAME##_out(const T *restrict x1, const T *restrict x2, T *restrict o1,           \
+                         T *restrict o2, const TT *restrict c1, const TT *restrict c2,         \
+                         const TT *restrict w1, const TT *restrict w2, int64_t h,              \
+                         const int64_t step) {                                                 \
+    for (int64_t i = 0; i < h; i++) {                                                          \
+      int64_t k = i * step;                                                                    \
+      TT a = LOAD(x1[k]), b = LOAD(x2[k]);                                                     \
+      o1[k] = STORE(OP(a, b, c1[k], w1[k]));                                                   \
+      o2[k] = STORE(OP(b, a, c2[k], w2[k]));                                                   \
+    }                                                                                          \
+  }                                                                                            \
+  INLINE void NAME##_in(T *restrict x1, T *restrict x2, const TT *restrict c1,                 \
+                        const TT *restrict c2, const TT *restrict w1, const TT *restrict w2,   \
+                        int64_t h, const int64_t step) {                                       \
+    for (int64_t i = 0; i < h; i++) {                                                          \
+      int64_t k = i * step;                                                                    \
+      TT a = LOAD(x1[k]), b = LOAD(x2[k]);                                                     \
+      x1[k] = STORE(OP(a, b, c1[k], w1[k]));                                                   \
+      x2[k] = STORE(OP(b, a, c2[k], w2[k]));                                                   \
+    }                                                                                          \
+  }
+
+#define ID(v) (v)
+#define BF16_TO_DOUBLE(v) ((double)from_bf16(v))
+#define F16_TO_DOUBLE(v) ((double)from_f16(v))
+/* One output u * c + v * w of a pair: with w = -s1, u c1 + v w1 is the formula's x1 c1 - x2 s1
+   bit for bit, since v * (-s) == -(v * s) and p + (-q) == p - q exactly in IEEE arithmetic
+   (signed zeros included). Written with additions only: GCC 12 turns the alternating
+   a*c - b*s, b*c + a*s of the interleaved layout into vfmaddsub instructions even with
+   -ffp-contract=off, which would round once where the formula rounds twice. */
+#define PLAIN(u, v, c, w) ((u) * (c) + (v) * (w))   /* each product and the sum rounded */
+#define ODD32(u, v, c, w) odd_sum32((u) * (c), (v) * (w))     /* exact products */
+#define ODD64(u, v, c, w) odd64((u) * (c) + (v) * (w))        /* the float64 formula */
+#define EXACT64(u, v, c, w) odd_exact64((u) * (c), (v) * (w)) /* exact float64 products */
+
+ROW_FUNCTIONS(f32, float, float, ID, ID, PLAIN)
+ROW_FUNCTIONS(f64, double, double, ID, ID, PLAIN)
+ROW_FUNCTIONS(bf16, uint16_t, float, from_bf16, to_bf16, ODD32)
+ROW_FUNCTIONS(f16, uint16_t, float, from_f16, to_f16, ODD32)
+ROW_FUNCTIONS(bf16x, uint16_t, double, BF16_TO_DOUBLE, to_bf16, EXACT64)
+ROW_FUNCTIONS(bf16w, uint16_t, double, BF16_TO_DOUBLE, to_bf16, ODD64)
+ROW_FUNCTIONS(f16w, uint16_t, double, F16_TO_DOUBLE, to_f16, ODD64)
+
+/* Whether a bfloat16 row holds a nonzero finite |x| below 2**-63 (bits 0x2000) or at least
+   2**100 (bits 0x7180), where a float32 product could underflow or a sum come near overflow
+   (16-bit lanes: a - 1 < 0x1fff is 0 < a < 0x2000, a - 0x7180 < 0xe00 is 2**100 <= a < inf). */
+static int bf16_row_unsafe(const uint16_t *x, int64_t r) {
+  uint16_t bad = 0;
+  for (int64_t i = 0; i < r; i++) {
+    uint16_t a = x[i] & 0x7fffu;
+    bad |= (uint16_t)((uint16_t)(a - 1u) < 0x1fffu) |
+           (uint16_t)((uint16_t)(a - 0x7180u) < 0x0e00u);
+  }
+  return bad != 0;
+}
+
+/* Table rows in the working type: c = cos, w = the signed sine. For bfloat16 tables, returns
+   whether a nonzero finite entry lies outside [2**-63, 2**8] (float32 bits 0x20000000 and
+   0x43800000), where a product with an x could underflow float32 or the exact path's bounds
+   fail. */
+#define FILL(NAME, TIN, TW, CONV)                                                              \
+  static int NAME(const TIN *c, const TIN *s, TW *cw, TW *ww, int64_t r, int interleaved,      \
+                  int check) {                                                                 \
+    uint32_t bad = 0;                                                                          \
+    for (int64_t i = 0; i < r; i++) {                                                          \
+      int first = interleaved ? (i % 2 == 0) : (i < r / 2);                                    \
+      TW cv = CONV(c[i]), sv = CONV(s[i]);                                                     \
+      cw[i] = cv;                                                                              \
+      ww[i] = first ? -sv : sv;                                                                \
+      if (check) {                                                                             \
+        uint32_t ac = bits32((float)cv) & 0x7fffffffu, as = bits32((float)sv) & 0x7fffffffu;  \
+        bad |= ((ac != 0) & (ac < 0x20000000u)) | ((ac > 0x43800000u) & (ac < 0x7f800000u));   \
+        bad |= ((as != 0) & (as < 0x20000000u)) | ((as > 0x43800000u) & (as < 0x7f800000u));   \
+      }                                                                                        \
+    }                                                                                          \
+    return bad != 0;                                                                           \
+  }
+FILL(fill_f32, float, float, ID)
+FILL(fill_f64, double, double, ID)
+FILL(fill_bf16, uint16_t, float, from_bf16)
+FILL(fill_f16, uint16_t, float, from_f16)
+
+#define DISPATCH(NAME, T, TT, CB, WB)                                                          \
+  do {                                                                                         \
+    T *xr = (T *)x + xo;                                                                       \
+    T *orow = (T *)out + oo;                                                                   \
+    const TT *cr = (const TT *)(CB), *wr = (const TT *)(WB);                                   \
+    if (in_place) {                                                                            \
+      if (interleaved) NAME##_in(xr, xr + 1, cr, cr + 1, wr, wr + 1, h, 2);                   \
+      else NAME##_in(xr, xr + h, cr, cr + h, wr, wr + h, h, 1);                                \
+    } else {                                                                                   \
+      if (interleaved)                                                                         \
+        NAME##_out(xr, xr + 1, orow, orow + 1, cr, cr + 1, wr, wr + 1, h, 2);                  \
+      else NAME##_out(xr, xr + h, orow, orow + h, cr, cr + h, wr, wr + h, h, 1);               \
+      if (r < d) memcpy(orow + r, xr + r, (size_t)(d - r) * sizeof(T));                        \
+    }                                                                                          \
+  } while (0)
+
+/* Rotate every row of x into out. The rows are indexed by shape[0..nd): leading dimensions,
+   then the sequence (shape[nd - 1]); each row has d elements, the first r rotated. Strides are
+   in elements of each tensor (0 for broadcast table dimensions); the last dimension of every
+   tensor is contiguous. Returns the number of rows that took the exact float64 path (kind 2
+   only), or -1 if out of memory.
+
+   Order: the work is cut into tiles of `block` positions times a range of leading indices. A
+   tile converts its table rows once (to float or double, the sine signed) when the tables are
+   shared by every leading index, and then runs over every leading index, so those table rows
+   stay in cache while every head that uses them is rotated (in plain row order the (s, r)
+   tables, as large as one head of x, would be read again for every head). Per-batch tables
+   are converted row by row. Tiles are split evenly over the threads. */
+int64_t rope_rotate(int kind, int interleaved, int in_place, int nthreads, void *x, void *out,
+                    const void *cosp, const void *sinp, int nd, const int64_t *shape,
+                    const int64_t *xst, const int64_t *ost, const int64_t *cst,
+                    const int64_t *sst, int64_t d, int64_t r) {
+  int64_t seq = shape[nd - 1], outer = 1, exact_rows = 0, failed = 0;
+  for (int k = 0; k < nd - 1; k++) outer *= shape[k];
+  if (outer * seq * r < PARALLEL_MIN_ELEMENTS || nthreads < 1) nthreads = 1;
+  int shared = 1;  /* one table for every leading index */
+  for (int k = 0; k < nd - 1; k++) shared &= (cst[k] == 0) & (sst[k] == 0);
+  int64_t block = r >= 2048 ? 1 : 2048 / r;  /* positions per tile: ~2048 table elements */
+  if (block > seq) block = seq;
+  int64_t n_blocks = (seq + block - 1) / block;
+  int64_t chunks = (4 * (int64_t)nthreads + n_blocks - 1) / n_blocks;  /* >= 4 tiles a thread */
+  if (chunks > outer) chunks = outer;
+  int64_t tiles = n_blocks * chunks;
+  size_t wsize = (kind == 1 || kind >= 4) ? sizeof(double) : sizeof(float);
+#pragma omp parallel num_threads(nthreads) reduction(+ : exact_rows, failed)
+  {
+#if defined(__x86_64__) || defined(__i386__)
+    unsigned int csr = _mm_getcsr();
+    _mm_setcsr(csr & ~(0x8000u | 0x0040u | 0x6000u));  /* no FTZ, no DAZ, round to nearest */
+#endif
+    int tid = omp_get_thread_num(), nth = omp_get_num_threads();
+    int64_t h = r / 2, rows_buffered = shared ? block : 1;
+    char *cbuf = malloc(2 * (size_t)(rows_buffered * r) * wsize + (size_t)rows_buffered);
+    char *wbuf = cbuf + (size_t)(rows_buffered * r) * wsize;
+    char *unsafe_rows = wbuf + (size_t)(rows_buffered * r) * wsize;  /* per buffered row */
+    int64_t t0 = tiles * tid / nth, t1 = tiles * (tid + 1) / nth;
+    if (!cbuf) { failed += 1; t1 = t0; }
+    for (int64_t tile = t0; tile < t1; tile++) {
+      int64_t b = tile % n_blocks, chunk = tile / n_blocks;
+      int64_t p0 = b * block, p1 = p0 + block < seq ? p0 + block : seq;
+      for (int64_t o = outer * chunk / chunks; o < outer * (chunk + 1) / chunks; o++) {
+        int64_t xb = 0, ob = 0, cb = 0, sb = 0, rest = o;
+        for (int k = nd - 2; k >= 0; k--) {  /* the leading multi-index of o */
+          int64_t i = rest % shape[k];
+          rest /= shape[k];
+          xb += i * xst[k]; ob += i * ost[k]; cb += i * cst[k]; sb += i * sst[k];
+        }
+        for (int64_t p = p0; p < p1; p++) {
+          int64_t xo = xb + p * xst[nd - 1], oo = ob + p * ost[nd - 1];
+          int64_t slot = shared ? p - p0 : 0;
+          char *cw = cbuf + (size_t)(slot * r) * wsize, *ww = wbuf + (size_t)(slot * r) * wsize;
+          if (!shared || o == outer * chunk / chunks) {  /* table row p into the buffer */
+            int64_t co = cb + p * cst[nd - 1], so = sb + p * sst[nd - 1];
+            int unsafe = 0;
+            switch (kind) {
+              case 0: fill_f32((const float *)cosp + co, (const float *)sinp + so,
+                               (float *)cw, (float *)ww, r, interleaved, 0); break;
+              case 2: unsafe = fill_bf16((const uint16_t *)cosp + co, (const uint16_t *)sinp + so,
+                                         (float *)cw, (float *)ww, r, interleaved, 1); break;
+              case 3: fill_f16((const uint16_t *)cosp + co, (const uint16_t *)sinp + so,
+                               (float *)cw, (float *)ww, r, interleaved, 0); break;
+              default: fill_f64((const double *)cosp + co, (const double *)sinp + so,
+                                (double *)cw, (double *)ww, r, interleaved, 0); break;
+            }
+            unsafe_rows[slot] = (char)unsafe;
+          }
+          switch (kind) {
+            case 0: DISPATCH(f32, float, float, cw, ww); break;
+            case 1: DISPATCH(f64, double, double, cw, ww); break;
+            case 2:
+              if (!unsafe_rows[slot] && !bf16_row_unsafe((const uint16_t *)x + xo, r)) {
+                DISPATCH(bf16, uint16_t, float, cw, ww);
+              } else {  /* the exact float64 path (the float tables convert exactly) */
+                double cd[r], wd[r];
+                for (int64_t i = 0; i < r; i++) {
+                  cd[i] = ((const float *)cw)[i];
+                  wd[i] = ((const float *)ww)[i];
+                }
+                DISPATCH(bf16x, uint16_t, double, cd, wd);
+                exact_rows += 1;
+              }
+              break;
+            case 3: DISPATCH(f16, uint16_t, float, cw, ww); break;
+            case 4: DISPATCH(bf16w, uint16_t, double, cw, ww); break;
+            case 5: DISPATCH(f16w, uint16_t, double, cw, ww); break;
+          }
+        }
+      }
+    }
+    free(cbuf);
+#if defined(__x86_64__) || defined(__i386__)
+    _mm_setcsr(csr);
+#endif
+  }
+  return failed ? -1 : exact_rows;
+}
+"""
+
+# -O3 lets the compiler vectorise the row loops; -march=native is right because the library is
+# compiled on the machine that runs it (the CPU's flags are part of the cache key).
+# -ffp-contract=off: no fused multiply-add, whose single rounding differs from the formula's
+# two. Never -ffast-math/-Ofast: they allow reassociation (which breaks TwoSum and the formula's
+# order) and flush subnormals.
+FLAGS = (
+    "-O3",
+    "-march=native",
+    "-mprefer-vector-width=512",
+    "-ffp-contract=off",
+    "-fno-fast-math",
+    "-fopenmp",
+    "-std=gnu11",
+    "-fPIC",
+    "-shared",
+)
+
+# Kinds by (x dtype, table dtype), as in the C source; the tables are already in the working
+# dtype (``kernels.working_dtype``).
+KINDS = {
+    (torch.float32, torch.float32): 0,
+    (torch.float64, torch.float64): 1,
+    (torch.bfloat16, torch.bfloat16): 2,
+    (torch.float16, torch.float16): 3,
+    (torch.bfloat16, torch.float64): 4,
+    (torch.float16, torch.float64): 5,
+}
+MAX_DIMS = 16  # leading dimensions + sequence; more are flattened first (a copy if need be)
+
+# The exact float32 path for bfloat16 needs nonzero finite |x| within [LOW_X_MIN, LOW_X_MAX) and
+# nonzero finite table entries within [LOW_TABLE_MIN, LOW_TABLE_MAX]; other rows take the exact
+# float64 path (both checked by the kernel, on the bits).
+LOW_X_MIN, LOW_X_MAX = 2.0**-63, 2.0**100
+LOW_TABLE_MIN, LOW_TABLE_MAX = 2.0**-63, 2.0**8
+
+
+def supports(x_dtype: torch.dtype, table_dtype: torch.dtype) -> bool:
+    """Whether the native kernel handles x of ``x_dtype`` with tables of ``table_dtype`` (the
+    working dtype)."""
+    return (x_dtype, table_dtype) in KINDS
+
+
+def cache_dir() -> Path:
+    """Where compiled libraries are kept: ``$POSENC_CACHE_DIR``, else ``~/.cache/posenc_core``,
+    else (neither writable) a fresh temporary directory."""
+    for candidate in (os.environ.get("POSENC_CACHE_DIR"), "~/.cache/posenc_core"):
+        if not candidate:
+            continue
+        path = Path(candidate).expanduser()
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            continue
+        if os.access(path, os.W_OK | os.X_OK):
+            return path
+    return Path(tempfile.mkdtemp(prefix="posenc_core_"))
+
+
+def _cpu_flags() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith(("flags", "Features")):
+                return line
+    except OSError:
+        pass
+    return ""
+
+
+class NativeKernel:
+    """The compiled library, built on first use; ``error`` holds why it is unavailable.
+
+    Args:
+        compiler: the C compiler to call (``$CC``, else ``cc``).
+    """
+
+    def __init__(self, compiler: str | None = None) -> None:
+        self.compiler = compiler or os.environ.get("CC") or "cc"
+        self.error: str | None = None
+        self.warned = False
+        self._lib: ctypes.CDLL | None = None
+
+    def library(self) -> ctypes.CDLL | None:
+        """The loaded library, compiling it first if needed; None (and ``error`` set) when
+        that fails. Tries once per process."""
+        if self._lib is None and self.error is None:
+            try:
+                self._lib = self._load()
+            except Exception as exc:  # noqa: BLE001 - any failure means: the eager paths
+                self.error = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+        return self._lib
+
+    def _load(self) -> ctypes.CDLL:
+        try:
+            version = subprocess.run(
+                [self.compiler, "--version"], capture_output=True, text=True, timeout=60
+            )
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise RuntimeError(f"no C compiler {self.compiler!r} ({exc})") from None
+        key = hashlib.sha256(
+            "\0".join((SOURCE, version.stdout, " ".join(FLAGS), _cpu_flags())).encode()
+        ).hexdigest()[:20]
+        folder = cache_dir()
+        target = folder / f"rope_native_{key}.so"
+        if not target.exists():
+            fd, tmp = tempfile.mkstemp(prefix=target.stem + ".", suffix=".tmp.so", dir=folder)
+            os.close(fd)
+            src = Path(tmp).with_suffix(".c")
+            try:
+                src.write_text(SOURCE)
+                done = subprocess.run(
+                    [self.compiler, *FLAGS, "-o", tmp, str(src)],
+                    capture_output=True,
+                    text=True,
+                    timeout=300,
+                )
+                if done.returncode != 0:
+                    lines = (done.stderr or done.stdout or "no output").strip().splitlines()
+                    first = next((ln for ln in lines if "error" in ln), lines[0])
+                    raise RuntimeError(f"{self.compiler} failed: {first}")
+                os.replace(tmp, target)  # atomic: another process may be doing the same
+            finally:
+                for leftover in (Path(tmp), src):
+                    leftover.unlink(missing_ok=True)
+        lib = ctypes.CDLL(str(target))
+        fn = lib.rope_rotate
+        i64p = ctypes.POINTER(ctypes.c_int64)
+        fn.restype = ctypes.c_int64
+        fn.argtypes = [
+            ctypes.c_int,
+            ctypes.c_int,
+            ctypes.c_int,
+            ctypes.c_int,
+            ctypes.c_void_p,
+            ctypes.c_void_p,
+            ctypes.c_void_p,
+            ctypes.c_void_p,
+            ctypes.c_int,
+            i64p,
+            i64p,
+            i64p,
+            i64p,
+            i64p,
+            ctypes.c_int64,
+            ctypes.c_int64,
+        ]
+        return lib
+
+    def rotate(
+        self,
+        x: torch.Tensor,
+        cos: torch.Tensor,
+        sin: torch.Tensor,
+        layout: str,
+        out: torch.Tensor,
+        threads: int | None = None,
+    ) -> int:
+        """Write the rotation of ``x`` into ``out`` (which may be x itself) with the compiled
+        kernel; :meth:`library` must have succeeded.
+
+        Args:
+            x: ``(..., s, d)`` CPU tensor (float32/float64/bfloat16/float16), at least one
+                element.
+            cos, sin: ``(..., s or 1, r)`` CPU tables in the working dtype (``supports``),
+                broadcasting to ``x[..., :r]``.
+            layout: ``"half"`` or ``"interleaved"``.
+            out: ``(..., s, d)`` tensor of x's dtype: x itself (in place), or sharing no memory
+                with it.
+            threads: how many threads (default ``torch.get_num_threads()``).
+
+        Returns:
+            the number of rows that took the exact float64 path (bfloat16 with tables of its
+            dtype only; 0 otherwise).
+        """
+        in_place = out is x
+        if x.dim() - 1 > MAX_DIMS:  # flatten the leading dimensions (a copy if need be)
+            flat = x.reshape(-1, *x.shape[-2:])
+            buf = flat if in_place else torch.empty(flat.shape, dtype=x.dtype)
+            c2, s2 = (
+                t.expand(*x.shape[:-1], t.shape[-1]).reshape(*flat.shape[:-1], -1)
+                for t in (cos, sin)
+            )
+            n = self.rotate(flat, c2, s2, layout, buf, threads)
+            out.copy_(buf.view(x.shape))
+            return n
+        if x.stride(-1) != 1 or out.stride(-1) != 1:  # the kernel needs contiguous rows
+            buf = x.contiguous() if in_place else torch.empty(x.shape, dtype=x.dtype)
+            n = self.rotate(buf if in_place else x.contiguous(), cos, sin, layout, buf, threads)
+            out.copy_(buf)
+            return n
+        r = cos.shape[-1]
+        cos = cos if cos.stride(-1) == 1 else cos.contiguous()
+        sin = sin if sin.stride(-1) == 1 else sin.contiguous()
+        lead = x.shape[:-1]  # (..., s): the rows
+        cos_b, sin_b = cos.expand(*lead, r), sin.expand(*lead, r)  # strides 0 where broadcast
+        nd = len(lead)
+        arr = ctypes.c_int64 * nd
+        strides = [arr(*t.stride()[:-1]) for t in (x, out, cos_b, sin_b)]
+        lib = self.library()
+        assert lib is not None, "NativeKernel.rotate needs a library (see .library())"
+        n = lib.rope_rotate(
+            KINDS[(x.dtype, cos.dtype)],
+            int(layout == "interleaved"),
+            int(in_place),
+            threads or torch.get_num_threads(),
+            x.data_ptr(),
+            out.data_ptr(),
+            cos_b.data_ptr(),
+            sin_b.data_ptr(),
+            nd,
+            arr(*lead),
+            *strides,
+            x.shape[-1],
+            r,
+        )
+        if n < 0:
+            raise MemoryError("apply_rope's native kernel could not allocate its table buffers")
+        return int(n)
+
+
+kernel = NativeKernel()

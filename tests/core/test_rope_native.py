@@ -277,3 +277,23 @@ def test_a_compile_error_is_reported_by_its_first_line(monkeypatch, tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         pc.apply_rope(x, cos, sin)
+
+
+def test_the_portable_build_without_intrinsics_gives_the_same_bits(monkeypatch, tmp_path):
+    """Built with -DPOSENC_NO_INTRINSICS (the compiler-vectorised C that non-AVX-512 machines
+    run), the bfloat16/float16 kinds give the intrinsics build's bits on the adversarial cases
+    and on every finite float16/bfloat16 pattern at a zero angle."""
+    monkeypatch.setenv("POSENC_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(native, "FLAGS", (*native.FLAGS, "-DPOSENC_NO_INTRINSICS"))
+    portable = native.NativeKernel()
+    assert portable.library() is not None, portable.error
+    for dtype in LOW:
+        x, cos, sin = adversarial(dtype)
+        every = torch.arange(-32768, 32768, dtype=torch.int32).to(torch.int16).view(dtype)
+        y = every[every.isfinite()][: 2 * 1024 * 16].reshape(16, 1024, 2)
+        for xs, c, s in ((x, cos, sin), (y, torch.ones(1, 2, dtype=dtype), sin[:1, :2] * 0)):
+            a, b = torch.empty_like(xs), torch.empty_like(xs)
+            native.kernel.rotate(xs, c, s, "half", a)
+            portable.rotate(xs, c, s, "half", b)
+            nan = a.isnan()
+            assert torch.equal(nan, b.isnan()) and bits_equal(a[~nan], b[~nan])

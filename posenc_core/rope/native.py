@@ -22,7 +22,9 @@ What each dtype computes (``tests/core/test_rope_native.py`` checks each bit for
   two float16 (11) numbers are exact in float32 (24) unless they underflow; Knuth's TwoSum gives
   the rounded float32 sum s and its exact error e; rounding s *to odd* (if e != 0 and s's last
   bit is 0, move s one ulp toward e on its bits) leaves the float32 -> bfloat16/float16
-  conversion (to nearest even, in integer arithmetic) as the only rounding (Boldo and
+  conversion (to nearest even: in integer arithmetic, or with AVX-512 the hardware's
+  vcvtps2ph and, where AVX512_BF16 exists, vcvtneps2bf16 for vectors holding no float32
+  subnormal, which that instruction flushes) as the only rounding (Boldo and
   Melquiond 2008: round-to-odd at precision 24 >= p + 2 then to nearest at p = 8 or 11 is the
   correct rounding, subnormal targets included). float16 products lie in [2**-48, 2**32],
   always exact. bfloat16 has float32's exponent range: rows holding an |x| outside
@@ -256,6 +258,17 @@ INLINE __m512 v_load_bf16(const uint16_t *p) {
   return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
 }
 INLINE void v_store_bf16(uint16_t *p, __m512 v) {
+#ifdef __AVX512BF16__
+  /* vcvtneps2bf16 rounds to nearest even but flushes subnormal inputs to zero: used unless a
+     lane holds a nonzero |v| below 2**-126 (rare: a sum that cancels that far) */
+  __m512i a = _mm512_and_si512(_mm512_castps_si512(v), _mm512_set1_epi32(0x7fffffff));
+  __mmask16 tiny = _mm512_cmplt_epu32_mask(_mm512_sub_epi32(a, _mm512_set1_epi32(1)),
+                                           _mm512_set1_epi32(0x007fffff));
+  if (!tiny) {
+    _mm256_storeu_si256((__m256i *)p, (__m256i)_mm512_cvtneps_pbh(v));
+    return;
+  }
+#endif
   __m512i u = _mm512_castps_si512(v);
   __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
   __m512i r = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)),

@@ -297,3 +297,20 @@ def test_the_portable_build_without_intrinsics_gives_the_same_bits(monkeypatch, 
             portable.rotate(xs, c, s, "half", b)
             nan = a.isnan()
             assert torch.equal(nan, b.isnan()) and bits_equal(a[~nan], b[~nan])
+
+
+def test_bfloat16_sums_that_cancel_below_the_normal_range_round_correctly():
+    """Products of at least 2**-126 (the float32 path, no exact-path rows) whose difference is a
+    bfloat16 subnormal, on every pair of a full vector: x1 c1 - x2 s1 with x1 = x2 (1 + 2**-7)
+    and c1 = s1 gives 2**-123 * 2**-7 * k; the results equal the exact values."""
+    k = torch.arange(32, dtype=F64) % 15 + 1  # 1 .. 15: results k * 2**-130 < 2**-126
+    x = torch.zeros(1, 1, 2, 64, dtype=F64)
+    x[..., :32] = 2.0**-60 * (1 + k * 2.0**-7)  # x1: 8 significant bits for k < 128
+    x[..., 32:] = 2.0**-60  # x2
+    tab = torch.full((2, 64), 2.0**-63, dtype=F64)
+    x, tab = x.to(torch.bfloat16), tab.to(torch.bfloat16)
+    out = torch.empty_like(x)
+    assert native.kernel.rotate(x, tab, tab, "half", out) == 0  # no row on the exact path
+    exact = exact_rotation(x, tab, tab, "half")
+    assert bool(((exact[..., :32].abs() < 2.0**-126) & (exact[..., :32] != 0)).all())
+    assert torch.equal(out.double(), exact)

@@ -23,8 +23,11 @@ Where each part lives:
   rotary; ``from_config``);
 * ``config.py``: :class:`RopeConfig` and :func:`rope_config_from_hf`, the RoPE settings of a
   Hugging Face config (head_dim, rotary_dim, base, scaling, layout);
-* ``kernels.py``: the fast paths (compiled kernel, eager chunks, bfloat16/float16 correct
-  rounding), each bit-identical to the formula;
+* ``kernels.py``: picks a fast path for a call (the native kernel, else the eager chunks and
+  the exact bfloat16/float16 path), each bit-identical to the formula;
+* ``native.py``: the native C kernel (compiled on first use with the system C compiler,
+  called through ctypes): one pass per pair, in place without a temporary, bfloat16/float16
+  correctly rounded;
 * ``scaling.py``: :class:`RopeScaling`, :func:`parse_scaling` and one inverse-frequency
   function per ``rope_type``, registered in ``VARIANTS``; :func:`rope_frequencies`;
 * ``layouts.py``: :func:`interleaved_to_half`, :func:`half_to_interleaved`,

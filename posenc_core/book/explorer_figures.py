@@ -629,3 +629,95 @@ def rope_scaling_figure(
     ax.set_title(title, fontsize=10)
     fig = ax.figure
     return _keep_layout(fig, art) if new else fig
+
+
+def position_band_figure(
+    x: np.ndarray,
+    mean: np.ndarray,
+    low: np.ndarray,
+    high: np.ndarray,
+    *,
+    train_len: int,
+    reference: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None,
+    label: str = "selected",
+    reference_label: str = "reference",
+    n_seeds: int | None = None,
+    ylim: tuple[float, float] | None = None,
+    ylabel: str = "held-out loss (nats per byte)",
+    title: str = "",
+    width: float = 6.4,
+    height: float = 3.6,
+    fig: Figure | None = None,
+) -> Figure:
+    """One curve by position over seeds (mean line, min-max band), against a reference curve.
+
+    The inputs are what :func:`~posenc_core.book.viz.seed_band` returns; the training length
+    [0, L) is shaded and the x ticks are multiples of L. The x range, the y limits, the legend
+    and the reference's position are fixed when the figure is created (so frames compare).
+
+    Args:
+        x: ``(B,)`` bucket centres; mean, low, high: ``(B,)`` statistics over seeds.
+        train_len: L.
+        reference: optional ``(x, mean, low, high)`` drawn black dashed with a grey band.
+        label, reference_label: legend entries (fixed at creation).
+        n_seeds: written in the legend ("min-max over 3 seeds"); None: "over seeds".
+        ylim: y limits (default: from the data of the first call, with a margin).
+        ylabel, title: axis label; the title changes with every update.
+        width, height: figure size in inches, for a new figure.
+        fig: a figure this function returned before, to update in place.
+
+    Returns:
+        the figure (``fig`` itself when given).
+    """
+    xs, m, lo, hi = (_np(a) for a in (x, mean, low, high))
+    if not (xs.ndim == 1 and xs.shape == m.shape == lo.shape == hi.shape and xs.size):
+        raise ValueError(
+            f"x, mean, low and high must be 1-D of one shape, got {xs.shape}, {m.shape}, "
+            f"{lo.shape} and {hi.shape}"
+        )
+    train_len = check.positive_int("train_len", train_len)
+    art = _explorer_artists(fig, "position_band_figure")
+    new = art is None
+    if new:
+        from .viz import _length_ticks
+
+        fig, ax = _figure(width, height)
+        n_pos = int(round(2 * xs[-1] - xs[-2] + 1)) if xs.size > 1 else int(xs[-1]) + 1
+        ax.axvspan(0, train_len, color="0.93", zorder=0, label=f"training length L = {train_len}")
+        seeds = "seeds" if n_seeds is None else f"{n_seeds} seeds"
+        if reference is not None:
+            rx, rm, rlo, rhi = (_np(a) for a in reference)
+            ax.fill_between(rx, rlo, rhi, color="0.6", alpha=0.3, lw=0, zorder=1)
+            ax.plot(rx, rm, color="black", ls="--", lw=1.2, zorder=2, label=reference_label)
+        (line,) = ax.plot([], [], color=OKABE_ITO[0], lw=1.6, zorder=4, label=label)
+        ax.fill_between(
+            [], [], [], color=OKABE_ITO[0], alpha=0.25, lw=0, label=f"min-max over {seeds}"
+        )  # fmt: skip (legend entry only)
+        _length_ticks(ax, train_len, n_pos)
+        if ylim is None:
+            both = [lo, hi] + ([rlo, rhi] if reference is not None else [])
+            a, b = float(min(v.min() for v in both)), float(max(v.max() for v in both))
+            ylim = (a - 0.05 * (b - a), b + 0.05 * (b - a))
+        ax.set(xlim=(0, n_pos), ylim=ylim, xlabel=f"position (L = {train_len})", ylabel=ylabel)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8, frameon=False, loc="upper left")
+        art = {
+            "kind": "position_band_figure",
+            "ax": ax,
+            "line": line,
+            "band": None,
+            "animated": [line, ax.title],
+        }
+    ax = art["ax"]
+    art["line"].set_data(xs, m)
+    if art["band"] is not None:
+        art["animated"].remove(art["band"])
+        art["band"].remove()
+    band = ax.fill_between(xs, lo, hi, color=OKABE_ITO[0], alpha=0.25, lw=0, zorder=3)
+    art["band"] = band
+    art["animated"].append(band)
+    if not new:
+        band.set_animated(True)
+    ax.set_title(title, fontsize=10)
+    fig = ax.figure
+    return _keep_layout(fig, art) if new else fig

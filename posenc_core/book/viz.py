@@ -828,3 +828,116 @@ def t5_bucket_figure(
         )
     fig.colorbar(images[-1], ax=list(axes[1]), fraction=0.04, pad=0.02, label="bucket id")
     return fig
+
+
+# ------------------------------------------- chapters 5 and 7 (the language model, by position)
+
+
+def seed_band(
+    curves: Sequence[Sequence[float]] | torch.Tensor | np.ndarray, *, bucket: int = 8
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per-position curves of several seeds, bucketed: the mean and the min-max band.
+
+    Positions are grouped into consecutive buckets of ``bucket`` positions ([0, bucket),
+    [bucket, 2 bucket), ...; a shorter last bucket if ``bucket`` does not divide P). Each seed's
+    curve is averaged over each bucket first; the band is the smallest and largest of those
+    seed means, the line their mean over seeds.
+
+    Args:
+        curves: ``(S, P)`` values, one row per seed (``(P,)``: one seed).
+        bucket: positions per bucket, a positive integer (1: no bucketing).
+
+    Returns:
+        ``(x, mean, low, high)``, each ``(B,)``: the centre of each bucket (the mean of its
+        positions) and the statistics over seeds.
+    """
+    a = _np(curves)
+    a = a[None] if a.ndim == 1 else a
+    if a.ndim != 2 or a.shape[1] < 1 or a.shape[0] < 1:
+        raise ValueError(f"curves must have shape (S, P) or (P,), got {tuple(np.shape(curves))}")
+    w = check.positive_int("bucket", bucket)
+    edges = list(range(0, a.shape[1], w)) + [a.shape[1]]
+    per_seed = np.stack([a[:, lo:hi].mean(1) for lo, hi in zip(edges[:-1], edges[1:])], 1)
+    x = np.array([(lo + hi - 1) / 2 for lo, hi in zip(edges[:-1], edges[1:])])
+    return x, per_seed.mean(0), per_seed.min(0), per_seed.max(0)
+
+
+def _length_ticks(ax, train_len: int, n_positions: int) -> None:
+    """Put the x ticks of a by-position axis at 0, L, 2L, ... labelled "0", "L", "2L", ..."""
+    ticks = np.arange(0, n_positions + 1, train_len)
+    step = max(1, int(np.ceil(len(ticks) / 9)))  # at most about 9 labels
+    ticks = ticks[::step]
+    ax.set_xticks(ticks, ["0" if t == 0 else ("L" if t == train_len else f"{t // train_len}L")
+                          for t in ticks])  # fmt: skip
+
+
+def position_loss_figure(
+    panels: Mapping[str, Mapping[str, Sequence[Sequence[float]] | np.ndarray]],
+    *,
+    train_len: int,
+    reference: Mapping[str, Sequence[Sequence[float]] | np.ndarray] | None = None,
+    targets: Mapping[str, float] | None = None,
+    bucket: int = 8,
+    ylim: tuple[float, float] | None = None,
+    xlabel: str | None = None,
+    ylabel: str = "held-out loss (nats per byte)",
+    width: float | None = None,
+    height: float = 3.8,
+) -> Figure:
+    """Loss by position over several seeds, in side-by-side panels that share y.
+
+    Each curve is a ``(S, P)`` stack (one row per seed, e.g.
+    :func:`~posenc_core.book.lm_study.method_curves`), drawn as :func:`seed_band` gives it: the
+    mean over seeds of bucketed means, with a shaded min-max band over seeds. The training
+    length is shaded and the x ticks are multiples of L.
+
+    Args:
+        panels: panel title -> (curve name -> ``(S, P)`` curves).
+        train_len: L, in positions.
+        reference: optional name -> ``(S, P)`` curves drawn in every panel in black, dashed,
+            with a grey band (e.g. the unscaled model).
+        targets: optional panel title -> x of a dotted vertical line in that panel (e.g. the
+            length s L that a factor s targets).
+        bucket: positions per bucket (see :func:`seed_band`).
+        ylim: y limits (default: matplotlib's).
+        xlabel: default ``"position (L = <train_len>)"``.
+        ylabel, width, height: axis label and figure size (width default 4.2 per panel).
+
+    Returns:
+        the figure.
+    """
+    train_len = check.positive_int("train_len", train_len)
+    if not isinstance(panels, Mapping) or not panels:
+        raise ValueError(f"panels must be a non-empty mapping of title -> curves, got {panels!r}")
+    n = len(panels)
+    fig, axes = _figure(width or 4.2 * n + 0.4, height, ncols=n, sharey=True)
+    axes = np.atleast_1d(axes)
+    styles = ("-", "--", "-.", ":")
+    n_pos = 0
+    for ax, (title, curves) in zip(axes, panels.items()):
+        ax.axvspan(0, train_len, color="0.93", zorder=0, label=f"training length L = {train_len}")
+        for name, c in (reference or {}).items():
+            x, m, lo, hi = seed_band(c, bucket=bucket)
+            ax.fill_between(x, lo, hi, color="0.6", alpha=0.3, lw=0, zorder=1)
+            ax.plot(x, m, color="black", ls="--", lw=1.2, label=name, zorder=2)
+            n_pos = max(n_pos, _np(c).shape[-1])
+        for k, (name, c) in enumerate(curves.items()):
+            x, m, lo, hi = seed_band(c, bucket=bucket)
+            colour = OKABE_ITO[k % len(OKABE_ITO)]
+            ax.fill_between(x, lo, hi, color=colour, alpha=0.2, lw=0, zorder=3)
+            ax.plot(x, m, color=colour, ls=styles[k % len(styles)], lw=1.5, label=name, zorder=4)
+            n_pos = max(n_pos, _np(c).shape[-1])
+        if targets and title in targets:
+            ax.axvline(targets[title], color="0.35", ls=":", lw=1.2, zorder=1)
+        _length_ticks(ax, train_len, n_pos)
+        ax.set_xlim(0, n_pos)
+        if ylim is not None:
+            ax.set_ylim(*ylim)
+        ax.set(title=title, xlabel=xlabel or f"position (L = {train_len})")
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel(ylabel)
+    axes[0].legend(fontsize=7.5, frameon=False, loc="upper left")
+    if n > 1:
+        handles, labels = axes[-1].get_legend_handles_labels()
+        axes[-1].legend(handles[1:], labels[1:], fontsize=7.5, frameon=False, loc="upper left")
+    return fig

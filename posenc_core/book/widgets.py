@@ -1,7 +1,8 @@
 """Interactive explorers for the chapters, built with ipywidgets.
 
 One function per explorer (:func:`sinusoidal_explorer`, :func:`base_explorer`,
-:func:`unit_circle_explorer`, :func:`rope_decay_explorer`, :func:`rope_scaling_explorer`).
+:func:`unit_circle_explorer`, :func:`rope_decay_explorer`, :func:`rope_scaling_explorer`,
+:func:`position_loss_explorer`).
 Each returns an :class:`Explorer`, which displays itself when it is the last expression of a
 notebook cell. It works in one of two modes:
 
@@ -41,6 +42,7 @@ import base64
 import html
 import math
 import os
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -63,6 +65,7 @@ __all__ = [
     "BASE_GRID",
     "SCALING_METHODS",
     "base_explorer",
+    "position_loss_explorer",
     "resolve_mode",
     "rope_decay_explorer",
     "rope_scaling_explorer",
@@ -217,6 +220,9 @@ class Explorer:
         alt: (values, data) -> a description of the figure, for the ``<noscript>`` image.
         mode: ``"auto"``, ``"live"`` or ``"static"`` (see :func:`resolve_mode`).
         extra_label: optional (values, data) -> text appended to the frame labels.
+        frame_key: optional values -> a hashable key; in static mode, grid points with equal
+            keys share one prerendered image (one PNG in the page), each keeping its own
+            label. None: every grid point has its own image.
 
     Attributes:
         name: the explorer's name, e.g. ``"base"`` (CSS class ``posenc-explorer-base``).
@@ -245,8 +251,10 @@ class Explorer:
         *,
         mode: str = "auto",
         extra_label: Callable[[dict, Data], str] | None = None,
+        frame_key: Callable[[dict], Any] | None = None,
     ) -> None:
         self.name = name
+        self._frame_key = frame_key
         self.mode = resolve_mode(mode)
         self._params = {p.name: p for p in params}
         self._compute, self._draw, self._alt, self._extra = compute, draw, alt, extra_label
@@ -412,16 +420,25 @@ class Explorer:
         self.stacks = [[] for _ in params]
         self._frames: dict[tuple, ipywidgets.Widget] = {}
 
+        images: dict[Any, tuple[ipywidgets.Image, bytes]] = {}  # frame_key -> shared image
+
         def frame(vals: dict) -> ipywidgets.Widget:
-            png, data = self._render(vals, colors=STATIC_COLORS, dpi=STATIC_DPI)
+            shared_key = None if self._frame_key is None else self._frame_key(vals)
+            if shared_key is not None and shared_key in images:
+                data = self._compute(vals)
+                image, png = images[shared_key]
+            else:
+                png, data = self._render(vals, colors=STATIC_COLORS, dpi=STATIC_DPI)
+                image = ipywidgets.Image(value=png, format="png", layout=shared["image"])
+                image.add_class("posenc-frame-image")
+                if shared_key is not None:
+                    images[shared_key] = (image, png)
             label = ipywidgets.HTML(
                 value=html.escape(self.label_for(vals, data)),
                 layout=shared["label"],
                 style=label_style,
             )
             label.add_class("posenc-frame-label")
-            image = ipywidgets.Image(value=png, format="png", layout=shared["image"])
-            image.add_class("posenc-frame-image")
             box = ipywidgets.VBox([label, image], layout=shared["frame"])
             box.add_class("posenc-frame")
             key = tuple(vals[p.name] for p in params)
@@ -948,3 +965,236 @@ def rope_scaling_explorer(*, head_dim: int = 128, mode: str = "auto") -> Explore
         )
 
     return Explorer("rope-scaling", params, compute, draw, alt, mode=mode, extra_label=extra)
+
+
+def _control_name(description: str) -> str:
+    """The keyword for Explorer.set of a control described as ``description``."""
+    name = re.sub(r"\W+", "_", description).strip("_")
+    if not name.isidentifier():
+        raise ValueError(
+            f"controls must be descriptions with a letter or digit, such as 'method', got "
+            f"{description!r}"
+        )
+    return name
+
+
+def position_loss_explorer(
+    curves: Mapping[Any, Any],
+    *,
+    train_len: int,
+    controls: Sequence[str] = ("scheme",),
+    reference: tuple[str, Any] | None = None,
+    default: Any = None,
+    bucket: int = 8,
+    ylim: tuple[float, float] | None = None,
+    ylabel: str = "held-out loss (nats per byte)",
+    name: str = "position-loss",
+    mode: str = "auto",
+) -> Explorer:
+    """A per-position curve over seeds, chosen with one to three categorical controls, beside
+    a fixed reference: e.g. loss by position of each positional scheme (chapter 5), or of the
+    trained RoPE model under each long-context method, factor and fine-tune (chapter 7).
+
+    Each curve is a ``(S, P)`` stack, one row per seed (such as
+    :func:`~posenc_core.book.lm_study.scheme_curves` returns), drawn as
+    :func:`~posenc_core.book.viz.seed_band` gives it: bucketed means, the mean over seeds as a
+    line and a min-max band over seeds; [0, L) is shaded, the x ticks are multiples of L and the
+    y limits are the same in every frame.
+
+    Controls: one ``ToggleButtons`` per entry of ``controls`` (the description; the keyword for
+    :meth:`Explorer.set` is the description with every run of other characters than letters,
+    digits and ``_`` replaced by ``_``: ``"fine-tune steps"`` -> ``fine_tune_steps``). A key of
+    ``curves`` gives one value per control (a plain value when there is one control, else a
+    tuple); the grid of a control is the values its keys use, in order of first appearance.
+    A key entry ``None`` means "does not apply": the curve is shown for every value of that
+    control (``("none", None, None)``: plain RoPE whatever the factor and fine-tune). Static
+    and live mode show the same grid.
+
+    Combinations without a curve snap: the controls after the first are reset to their default
+    values, the last control first, until a key matches (and to the default key if none does);
+    the frame label then says which curve is shown. Grid points that show the same curve
+    share one prerendered image (``frame_key``), so the page stores one PNG per curve.
+
+    The frame label gives the controls' values, the mean over seeds of the curve's mean on
+    [L/2, L) (in range, past the first positions' short context) and on [L, P) (beyond L).
+
+    Data: ``shown`` (the key of the curve drawn, as a tuple), ``x``, ``mean``, ``low``,
+    ``high`` ``(B,)`` from :func:`~posenc_core.book.viz.seed_band`, ``in_range`` and
+    ``beyond`` ``(S,)``: each seed's mean over [L/2, L) and over [L, P).
+
+    Args:
+        curves: key -> ``(S, P)`` array-like (``(P,)``: one seed); every curve has the same P,
+            P > L, finite values.
+        train_len: L.
+        controls: 1 to 3 descriptions of the controls, e.g. ``("method", "factor",
+            "fine-tune steps")``.
+        reference: optional ``(label, (S, P) curves)`` drawn in every frame, black dashed.
+        default: the key shown first (None: the first key of ``curves``).
+        bucket: positions per bucket (see :func:`~posenc_core.book.viz.seed_band`).
+        ylim: y limits (default: the range of every curve's band, with a margin).
+        ylabel: the y axis label.
+        name: the explorer's name (CSS class ``posenc-explorer-<name>``).
+        mode: ``"auto"``, ``"live"`` or ``"static"`` (see :func:`resolve_mode`).
+
+    Returns:
+        an :class:`Explorer`.
+    """
+    from . import viz
+
+    L = check.positive_int("train_len", train_len)
+    bucket = check.positive_int("bucket", bucket)
+    if (
+        isinstance(controls, str)
+        or not isinstance(controls, Sequence)
+        or not 1 <= len(controls) <= 3
+    ):
+        raise ValueError(f"controls must be 1 to 3 descriptions, got {controls!r}")
+    descriptions = tuple(str(c) for c in controls)
+    names = tuple(_control_name(c) for c in descriptions)
+    if len(set(names)) != len(names):
+        raise ValueError(f"controls must have distinct names, got {descriptions}")
+    n = len(names)
+    if not isinstance(curves, Mapping) or not curves:
+        raise ValueError(
+            f"curves must be a non-empty mapping of key -> (S, P) curves, got {curves!r}"
+        )
+
+    def as_key(key: Any) -> tuple:
+        t = key if isinstance(key, tuple) else (key,)
+        if len(t) != n:
+            raise ValueError(
+                f"curves key {key!r} must give one value per control {descriptions} "
+                f"({n} value{'s' if n > 1 else ''})"
+            )
+        return t
+
+    def as_curve(label: str, value: Any) -> np.ndarray:
+        a = np.asarray(value, dtype=float)
+        a = a[None] if a.ndim == 1 else a
+        if a.ndim != 2 or a.shape[0] < 1 or a.shape[1] <= L:
+            raise ValueError(
+                f"{label} must have shape (S, P) with P > train_len = {L}, got {np.shape(value)}"
+            )
+        if not np.isfinite(a).all():
+            raise ValueError(f"{label} must be finite")
+        return a
+
+    table = {as_key(k): as_curve(f"curves[{k!r}]", v) for k, v in curves.items()}
+    lengths = {a.shape[1] for a in table.values()}
+    ref = None
+    if reference is not None:
+        if not isinstance(reference, tuple) or len(reference) != 2:
+            raise ValueError(f"reference must be a (label, curves) pair, got {reference!r}")
+        ref = (str(reference[0]), as_curve("reference curves", reference[1]))
+        lengths.add(ref[1].shape[1])
+    if len(lengths) != 1:
+        raise ValueError(
+            f"every curve must have the same number of positions, got {sorted(lengths)}"
+        )
+    (P,) = lengths
+    keys = list(table)
+    grids = []
+    for i, desc in enumerate(descriptions):
+        values = list(dict.fromkeys(k[i] for k in keys if k[i] is not None))
+        if not values:
+            raise ValueError(f"no key of curves gives a value for the control {desc!r}")
+        grids.append(tuple(values))
+    default_key = keys[0] if default is None else as_key(default)
+    if default_key not in table:
+        raise ValueError(f"default {default!r} is not a key of curves")
+    start = tuple(g[0] if v is None else v for v, g in zip(default_key, grids))
+
+    def match(v: tuple) -> tuple | None:
+        for k in keys:
+            if all(a is None or a == b for a, b in zip(k, v)):
+                return k
+        return None
+
+    def resolve(vals: Mapping[str, Any]) -> tuple:
+        v = [vals[nm] for nm in names]
+        found = match(tuple(v))
+        for i in reversed(range(1, n)):
+            if found is not None:
+                break
+            v[i] = start[i]
+            found = match(tuple(v))
+        return default_key if found is None else found
+
+    def describe(key: tuple) -> str:
+        return " · ".join(f"{d} = {v}" for d, v in zip(descriptions, key) if v is not None)
+
+    bands = {k: viz.seed_band(a, bucket=bucket) for k, a in table.items()}
+    ref_band = None if ref is None else viz.seed_band(ref[1], bucket=bucket)
+    if ylim is None:
+        lows = [b[2].min() for b in bands.values()] + ([ref_band[2].min()] if ref else [])
+        highs = [b[3].max() for b in bands.values()] + ([ref_band[3].max()] if ref else [])
+        lo, hi = float(min(lows)), float(max(highs))
+        ylim = (lo - 0.05 * (hi - lo), hi + 0.05 * (hi - lo))
+    params = [
+        _Param(nm, desc, grid, s, ("buttons", grid), fmt=str)
+        for nm, desc, grid, s in zip(names, descriptions, grids, start)
+    ]
+    seeds = {a.shape[0] for a in table.values()}
+    n_seeds = seeds.pop() if len(seeds) == 1 else None
+
+    def compute(v: dict) -> Data:
+        key = resolve(v)
+        x, mean, low, high = bands[key]
+        a = table[key]
+        return {
+            "shown": key,
+            "x": x,
+            "mean": mean,
+            "low": low,
+            "high": high,
+            "in_range": a[:, L // 2 : L].mean(1),
+            "beyond": a[:, L:].mean(1),
+        }
+
+    def draw(data: Data, v: dict, fig: Any) -> Any:
+        return explorer_figures.position_band_figure(
+            data["x"],
+            data["mean"],
+            data["low"],
+            data["high"],
+            train_len=L,
+            reference=ref_band,
+            label="selected (mean over seeds)",
+            reference_label=ref[0] if ref else "reference",
+            n_seeds=n_seeds,
+            ylim=ylim,
+            ylabel=ylabel,
+            title=describe(data["shown"]),
+            fig=fig,
+        )
+
+    def extra(v: dict, data: Data) -> str:
+        text = (
+            f"mean over [{L // 2}, {L}): {data['in_range'].mean():.3f} · over [{L}, {P}): "
+            f"{data['beyond'].mean():.3f}"
+        )
+        wanted = tuple(v[nm] for nm in names)
+        if match(wanted) is None:
+            text += f" · no curve for this combination; shown: {describe(data['shown'])}"
+        idle = [d for d, k in zip(descriptions, data["shown"]) if k is None]
+        if idle:
+            text += f" · {', '.join(idle)}: not applicable"
+        return text
+
+    def alt(v: dict, data: Data) -> str:
+        return (
+            f"Line plot of {ylabel} against position 0 to {P}, the training length {L} shaded: "
+            f"{describe(data['shown'])}, mean over seeds with a min-max band"
+            + (f", beside {ref[0]} dashed in black" if ref else "")
+        )
+
+    return Explorer(
+        name,
+        params,
+        compute,
+        draw,
+        alt,
+        mode=mode,
+        extra_label=extra,
+        frame_key=lambda v: resolve(v),
+    )

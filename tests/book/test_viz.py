@@ -147,3 +147,40 @@ def test_t5_bucket_figure_draws_the_bucket_ids():
         viz.t5_bucket_figure(max_distance=8)
     with pytest.raises(ValueError, match=r"span must be a positive integer, got 0"):
         viz.t5_bucket_figure(span=0)
+
+
+def test_seed_band_is_the_bucketed_mean_and_range_over_seeds():
+    g = np.random.default_rng(0)
+    a = g.standard_normal((3, 40))
+    x, mean, low, high = viz.seed_band(a, bucket=8)
+    per_seed = a.reshape(3, 5, 8).mean(2)  # 5 buckets of 8 positions
+    np.testing.assert_allclose(x, [3.5, 11.5, 19.5, 27.5, 35.5])
+    np.testing.assert_allclose(mean, per_seed.mean(0), rtol=1e-12)
+    np.testing.assert_allclose(low, per_seed.min(0), rtol=1e-12)
+    np.testing.assert_allclose(high, per_seed.max(0), rtol=1e-12)
+    x, mean, _, _ = viz.seed_band(a[0], bucket=16)  # one seed; a short last bucket
+    np.testing.assert_allclose(x, [7.5, 23.5, 35.5])
+    np.testing.assert_allclose(mean, [a[0, :16].mean(), a[0, 16:32].mean(), a[0, 32:].mean()])
+    with pytest.raises(ValueError, match=r"curves must have shape \(S, P\)"):
+        viz.seed_band(np.ones((2, 2, 2)))
+    with pytest.raises(ValueError, match="bucket"):
+        viz.seed_band(a, bucket=0)
+
+
+def test_position_loss_figure_draws_each_curve_and_the_reference():
+    g = np.random.default_rng(1)
+    a, b, ref = (g.standard_normal((3, 64)) for _ in range(3))
+    fig = viz.position_loss_figure(
+        {"left": {"a": a}, "right": {"b": b}},
+        train_len=16,
+        reference={"ref": ref},
+        targets={"right": 48},
+    )
+    assert len(fig.axes) == 2
+    ys = _line_data(fig)
+    for c in (a, b, ref):
+        assert any(np.allclose(y, viz.seed_band(c)[1]) for y in ys)
+    labels = [t.get_text() for t in fig.axes[0].get_xticklabels()]
+    assert labels[:3] == ["0", "L", "2L"]
+    with pytest.raises(ValueError, match="panels must be a non-empty mapping"):
+        viz.position_loss_figure({}, train_len=16)

@@ -650,3 +650,186 @@ def test_figure_png_checks_its_arguments():
         match=r"fig must be None or a figure returned by explorer_figures.rope_decay_figure",
     ):
         explorer_figures.rope_decay_figure([1.0, 2.0], [1.0, 0.5], marker=(1.0, 1.0), fig=fig)
+
+
+# ------------------------------------------------------------------ the position-loss explorer
+
+
+def loss_curves(seed=0, n_seeds=3, positions=96):
+    """Synthetic per-seed curves keyed (method, factor, steps), with wildcard and missing keys."""
+    g = np.random.default_rng(seed)
+    base = np.linspace(2.0, 1.0, positions)
+
+    def c(offset):
+        return base + offset + 0.01 * g.standard_normal((n_seeds, positions))
+
+    return {
+        ("none", None, None): c(0.0),
+        ("a", 4, 0): c(0.1),
+        ("a", 8, 0): c(0.2),
+        ("a", 4, 25): c(0.3),
+        ("b", 4, 0): c(0.4),
+        ("b", 8, 0): c(0.5),
+    }
+
+
+def make_loss_explorer(mode, **kw):
+    return widgets.position_loss_explorer(
+        loss_curves(),
+        train_len=16,
+        controls=("method", "factor", "fine-tune steps"),
+        reference=("plain", loss_curves(seed=1)[("none", None, None)]),
+        default=("a", 4, 0),
+        mode=mode,
+        **kw,
+    )
+
+
+@pytest.fixture(scope="module")
+def loss_static():
+    return make_loss_explorer("static")
+
+
+def expected_loss_key(values):
+    """The documented snapping, written out: exact or wildcard match, else reset steps to 0,
+    then the factor to 4 (the defaults), else the default key."""
+    m, s, n = values["method"], values["factor"], values["fine_tune_steps"]
+    keys = list(loss_curves())
+    for want in ((m, s, n), (m, s, 0), (m, 4, 0)):
+        for k in keys:
+            if all(a is None or a == b for a, b in zip(k, want)):
+                return k
+    return ("a", 4, 0)
+
+
+def test_loss_explorer_grid_follows_the_keys_and_frames_share_images(loss_static):
+    e = loss_static
+    assert e.grid == {"method": ["none", "a", "b"], "factor": [4, 8], "fine_tune_steps": [0, 25]}
+    assert [c.description for c in e.controls.values()] == ["method", "factor", "fine-tune steps"]
+    frames = [frame_at(e, combo) for combo, _ in grid_points(e)]
+    assert len(frames) == 3 * 2 * 2
+    images = {id(f.children[1]) for f in frames}
+    assert len(images) == len(loss_curves())  # one PNG per curve, shared by snapped points
+    for (_, values), f in zip(grid_points(e), frames):
+        same = [
+            g for (_, v), g in zip(grid_points(e), frames)
+            if expected_loss_key(v) == expected_loss_key(values)
+        ]  # fmt: skip
+        assert all(g.children[1] is f.children[1] for g in same)
+
+
+def test_loss_explorer_data_and_labels_at_every_grid_point(loss_static):
+    e = loss_static
+    curves = loss_curves()
+    try:
+        for combo, values in grid_points(e):
+            e.set(**values)
+            key = expected_loss_key(values)
+            a = curves[key]
+            assert e.data["shown"] == key
+            w = 8  # default bucket; 96 positions = 12 whole buckets
+            per_seed = a.reshape(3, 12, w).mean(2)
+            np.testing.assert_allclose(e.data["x"], np.arange(12) * w + (w - 1) / 2)
+            np.testing.assert_allclose(e.data["mean"], per_seed.mean(0), rtol=1e-12)
+            np.testing.assert_allclose(e.data["low"], per_seed.min(0), rtol=1e-12)
+            np.testing.assert_allclose(e.data["high"], per_seed.max(0), rtol=1e-12)
+            np.testing.assert_allclose(e.data["in_range"], a[:, 8:16].mean(1), rtol=1e-12)
+            np.testing.assert_allclose(e.data["beyond"], a[:, 16:].mean(1), rtol=1e-12)
+            label = html.unescape(frame_at(e, combo).children[0].value)
+            assert_label_shows_controls(e, label)
+            assert f"mean over [8, 16): {a[:, 8:16].mean():.3f}" in label
+            exact = key == (values["method"], values["factor"], values["fine_tune_steps"])
+            if key[0] == "none":
+                assert "factor, fine-tune steps: not applicable" in label
+            elif not exact:
+                assert "no curve for this combination" in label, label
+            assert e.figure_png() == bytes(frame_at(e, combo).children[1].value)
+    finally:
+        e.set(method="a", factor=4, fine_tune_steps=0)
+
+
+def test_loss_explorer_snaps_missing_combinations_as_documented(loss_static):
+    e = loss_static
+    e.set(method="b", factor=8, fine_tune_steps=25)  # no fine-tune of b: steps reset first
+    assert e.data["shown"] == ("b", 8, 0)
+    e.set(method="a", factor=8, fine_tune_steps=25)  # a was fine-tuned at 4 only
+    assert e.data["shown"] == ("a", 8, 0)
+    e.set(method="none", factor=8, fine_tune_steps=25)  # the wildcard key matches anything
+    assert e.data["shown"] == ("none", None, None)
+    e.set(method="a", factor=4, fine_tune_steps=0)
+
+
+def test_loss_explorer_live_shows_the_same_curves(loss_static):
+    e = make_loss_explorer("live")
+    shown = {}
+    for _, values in grid_points(e):
+        e.set(**values)
+        assert e.last_error is None
+        shown.setdefault(e.data["shown"], e.figure_png())
+        assert_label_shows_controls(e, html.unescape(e._label.value))
+    assert len(set(shown.values())) == len(loss_curves())  # each curve draws differently
+    e.set(method="b", factor=8, fine_tune_steps=0)
+    incremental = e.figure_png()
+    e._fig._posenc_artists["background"] = None
+    from posenc_core.book import explorer_figures
+
+    assert explorer_figures.figure_png(e._fig, dpi=widgets.LIVE_DPI) == incremental
+    art = e._fig._posenc_artists
+    np.testing.assert_array_equal(art["line"].get_ydata(), e.data["mean"])
+
+
+def test_loss_explorer_one_control_with_plain_keys():
+    curves = {name: c for name, c in zip(("x", "y"), loss_curves().values())}
+    e = widgets.position_loss_explorer(curves, train_len=16, mode="static", name="schemes")
+    assert e.grid == {"scheme": ["x", "y"]} and "posenc-explorer-schemes" in e.widget._dom_classes
+    e.set(scheme="y")
+    np.testing.assert_allclose(e.data["beyond"], curves["y"][:, 16:].mean(1))
+
+
+def test_chapter_7_explorer_fits_its_page_with_the_scaling_explorer(static):
+    """Chapter 7 shows the rope-scaling explorer and the method explorer built from the
+    committed study; their frames share the page's budget."""
+    from posenc_core.book import lm_study
+
+    r = lm_study.load_results()
+    curves = {("none", None, None): lm_study.scheme_curves(r, "rope")}
+    for m in lm_study.METHODS:
+        for s in r["config"]["factors"]:
+            curves[m, s, 0] = lm_study.method_curves(r, m, s)
+    for m in r["config"]["finetune_methods"]:
+        for n in r["config"]["finetune_steps"]:
+            curves[m, 4, n] = lm_study.finetune_curves(r, m, n)
+    e = widgets.position_loss_explorer(
+        curves, train_len=64, controls=("method", "factor", "fine-tune steps"), mode="static"
+    )
+    frames = [frame_at(e, combo) for combo, _ in grid_points(e)]
+    images = {id(f.children[1]): f.children[1] for f in frames}
+    assert len(frames) == 6 * 2 * 5 and len(images) == len(curves)
+    weight = sum(4 * math.ceil(len(bytes(i.value)) / 3) for i in images.values())
+    assert weight + embedded_png_bytes(static["rope-scaling"]) <= 0.85 * LIMIT_BYTES
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "pattern"),
+    [
+        ({"controls": ()}, ValueError, r"controls must be 1 to 3 descriptions"),
+        ({"controls": ("method", "factor")}, ValueError, r"curves key .* one value per control"),
+        ({"train_len": 96}, ValueError, r"must have shape \(S, P\) with P > train_len = 96"),
+        ({"default": ("c", 4, 0)}, ValueError, r"default .* is not a key of curves"),
+        ({"controls": ("a b", "a-b", "c")}, ValueError, r"controls must have distinct names"),
+        ({"reference": ("r", np.ones((2, 50)))}, ValueError, r"same number of positions"),
+        ({"train_len": 0}, ValueError, r"train_len"),
+    ],
+)
+def test_loss_explorer_bad_arguments_name_the_argument(kwargs, error, pattern):
+    args = {
+        "train_len": 16,
+        "controls": ("method", "factor", "fine-tune steps"),
+        "mode": "live",
+        **kwargs,
+    }
+    with pytest.raises(error, match=pattern):
+        widgets.position_loss_explorer(loss_curves(), **args)
+    bad = {("a", 4, 0): np.full((2, 40), np.nan)}
+    with pytest.raises(ValueError, match=r"curves\[.*\] must be finite"):
+        widgets.position_loss_explorer(bad, train_len=16, controls=("m", "f", "s"), mode="live")

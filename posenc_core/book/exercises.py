@@ -263,3 +263,48 @@ def check_equivariance(
         f"fn(x)[perm] differ by {worst:.3g} (relative). Something in fn depends on where a "
         "token sits: a positional encoding, a causal mask, or a bias that depends on i and j.",
     )
+
+
+def check_reversal_cap(
+    answer: object, length: int, vocab: int, *, k: int = 3, task: str = "lookback"
+) -> Feedback:
+    """Check the most a symmetric-ALiBi encoder can score on a task, averaged over a sequence
+    (chapter 5): the mean of :func:`posenc_core.book.study.reversal_cap`.
+
+    Args:
+        answer: the reader's number.
+        length: sequence length n.
+        vocab: tokens V.
+        k: the look-back distance.
+        task: ``"lookback"`` or ``"first"`` (any of :data:`posenc_core.book.study.TASKS`).
+
+    Returns:
+        a :class:`Feedback` naming a likely mistake (exactly 1/2: the chance 1/V that the two
+        targets agree is missing; (1 + 1/V)/2: the positions near the ends, where one target
+        is NONE, are treated like the others; 1/V: chance, not a cap).
+    """
+    from .study import reversal_cap
+
+    a = float(_as_tensor("answer", answer))
+    cap = reversal_cap(task, length, vocab, k)
+    ref = float(cap.mean())
+    if math.isclose(a, ref, rel_tol=1e-6, abs_tol=1e-9):
+        return Feedback(
+            True,
+            f"on {task} at length {length} with V = {vocab}, no reversal-equivariant model "
+            f"can average more than {ref:.4f} (about (1 + 1/V)/2 = {(1 + 1 / vocab) / 2:.4f} "
+            "away from the ends).",
+        )
+    suspects = (
+        (0.5, "1/2 leaves out the chance 1/V that the two targets are the same token"),
+        (
+            (1 + 1 / vocab) / 2,
+            "(1 + 1/V)/2 holds away from the ends; near them one of the two targets is NONE "
+            "(or both are), which changes the pair's bound",
+        ),
+        (1 / vocab, "1/V is what guessing scores, not the most a model can score"),
+    )
+    for value, hint in suspects:
+        if math.isclose(a, value, rel_tol=1e-9) and not math.isclose(value, ref, rel_tol=1e-9):
+            return Feedback(False, hint + f"; the cap is {ref:.4f}.")
+    return Feedback(False, f"expected {ref:.6g}, got {a:.6g}.")

@@ -1,32 +1,54 @@
-"""Learned versus fixed positional encodings, measured: a tiny Transformer on two synthetic tasks.
+"""Learned versus fixed positional encodings, measured: a tiny Transformer on synthetic tasks,
+as an encoder and as a decoder, accuracy reported position by position.
 
-A small pre-LN, bidirectional (non-causal) Transformer encoder whose positional scheme is a
-constructor argument (``"none"``, ``"sinusoidal"``, ``"learned"``, ``"rope"``, ``"alibi"``), all
-built from posenc_core's modules, is trained on sequences of length 1 .. L and evaluated at every
-length 1 .. 4L on synthetic tasks generated on the fly from a seed. The study's two:
+A small pre-LN Transformer whose positional scheme is a constructor argument (``"none"``,
+``"sinusoidal"``, ``"learned"``, ``"rope"``, ``"alibi"``), built from posenc_core's modules, is
+trained on sequences of length 1 .. L in two **settings**:
 
-* ``"first"``: every output position must give the first input token (finding "position 0" is
-  an absolute-position question);
-* ``"lookback"``: output position i must give the input token k steps back, i - k, or a special
-  NONE token when i < k (a relative-position question).
+* ``"encoder"``: bidirectional (every position sees the whole sequence), as BERT. ALiBi is then
+  the symmetric bias ``-m|i-j|``, as MosaicBERT and JinaBERT (jina-embeddings-v2) use it.
+* ``"decoder"``: causal (position i sees 0 .. i), as GPT. ALiBi is Press et al.'s ``-m(i-j)``.
 
-Two more are available for experiments: ``"reverse"`` (output i gives token n - 1 - i) and
-``"swap"`` (neighbouring pairs 0-1, 2-3, ... trade places, which needs each position's parity).
+and tested on sequences of length L, 2L and 4L, with the accuracy kept **per position**, so that
+positions inside the training length (< L) and beyond it are never averaged together. The tasks:
 
-Without positions a non-causal encoder is permutation-equivariant (chapter 1): the output at a
-position depends only on its own token and on the multiset of all tokens, so none of these targets
-can be produced above the best position-free guess; the ``"none"`` scheme measures that floor.
+* ``"first"``: every output position gives the first input token (an absolute-position
+  question: where is position 0?). Well posed in both settings.
+* ``"lookback"``: output i gives the token k steps back, i - k, or a NONE class when i < k. The
+  target depends only on the offset k, never on where i is: shift the whole sequence and the
+  rule is unchanged. This is the task where relative position is what matters; a scheme that
+  encodes offsets (RoPE, ALiBi) can apply the same rule at any position, one that encodes
+  absolute positions must learn it separately for each position it sees, and has seen none
+  beyond L. Well posed in both settings.
+* ``"reverse"`` (output i gives token n - 1 - i) and ``"swap"`` (pairs 0-1, 2-3, ... trade
+  places) are available for experiments in the encoder only: their answer lies in the future
+  (token n - 1 - i, token i + 1), which a causal decoder cannot see, so the study never trains
+  them causally (:data:`CAUSAL_TASKS`).
 
-:class:`StudyConfig` holds the study's configuration (checked once, when it is made);
-:func:`run_study` trains every scheme on every task for several seeds and returns a plain,
-JSON-ready dict, and :func:`runs_for` picks one (task, scheme)'s runs out of it;
-:func:`save_results` / :func:`load_results` write and read it together with the code version (a
-SHA-256 of this module and the modules it builds on), the configuration, the seeds and the
-library versions. Run it from a shell with ``python -m posenc_core.book.study --out FILE``.
+Initialisation follows the models that use each scheme, as
+:class:`~posenc_core.book.lm.ByteLM` does: GPT-2's (linear layers and embeddings N(0, 0.02),
+biases 0, the output projections of attention and MLP N(0, 0.02 / sqrt(2 n_layers))), the
+learned table N(0, 0.02) (BERT, GPT-2) with ``eval_factor * L`` rows (rows L .. 4L - 1 are never
+reached in training, so they keep their initial values), and for the sinusoidal scheme the token
+embeddings N(0, 1/d) multiplied by sqrt(d) at the input (Vaswani et al. Sec. 3.4), so that tokens
+and the table (entries of size 1) start on one scale.
 
-Book layer: imports the core, torch, numpy and the standard library; figures live in
-:mod:`posenc_core.book.viz`. Notation for tensor shapes: b = batch, s = sequence, d = d_model,
-V = vocabulary (input tokens), C = V + 1 output classes (the tokens and NONE).
+Without positions an encoder is permutation-equivariant (chapter 1), so neither task can be done
+above the best position-free guess. With only the symmetric ALiBi bias an encoder is still
+equivariant under **reversal** of the sequence, which caps both tasks near 50%:
+:func:`reversal_cap` computes the cap.
+
+:class:`StudyConfig` holds the configuration (checked once, when it is made); :func:`run_study`
+trains every (setting, task, scheme, seed) and returns a JSON-ready dict; :func:`runs_for`,
+:func:`position_accuracy`, :func:`band_accuracy`, :func:`training_curves` and
+:func:`accuracy_curves` read it; :func:`save_results` / :func:`load_results` write and read it
+with the code version (a SHA-256 of this module and the modules it builds on), the configuration,
+the seeds and the library versions. Run it from a shell with
+``python -m posenc_core.book.study --out FILE``.
+
+Book layer: imports the core, torch, numpy and the standard library. Notation for tensor shapes:
+b = batch, s or n = sequence, d = d_model, V = vocabulary (input tokens), C = V + 1 output classes
+(the tokens and NONE), S = seeds.
 """
 
 from __future__ import annotations
@@ -56,15 +78,18 @@ from ..rope import RotaryEmbedding
 from ..sinusoidal import SinusoidalPositionalEncoding
 
 SCHEMES = ("none", "sinusoidal", "learned", "rope", "alibi")
-"""Positional schemes a :class:`TinyTransformer` accepts."""
+"""Positional schemes a :class:`TinyTransformer` accepts (and the study compares)."""
 
-STUDY_SCHEMES = ("none", "sinusoidal", "learned", "learned_long", "rope", "alibi")
-"""The positional schemes the study compares. ``"learned_long"`` is a learned table with
-``eval_factor * L`` rows, trained (like every other scheme) on lengths up to L only."""
+SETTINGS = ("encoder", "decoder")
+"""``"encoder"``: bidirectional attention; ``"decoder"``: causal attention."""
 
-TASKS = ("reverse", "lookback", "first", "swap")
+TASKS = ("first", "lookback", "reverse", "swap")
 """The synthetic tasks :func:`make_batch` can generate (the study uses ``first`` and
 ``lookback``)."""
+
+CAUSAL_TASKS = ("first", "lookback")
+"""Tasks well posed in a causal decoder: their target at position i is a token at or before i.
+(``reverse`` and ``swap`` ask for a later token, which a causal model never sees.)"""
 
 CODE_MODULES = (
     "book.study",
@@ -79,6 +104,10 @@ CODE_MODULES = (
 """posenc_core modules whose source determines the study's numbers (hashed into the code version;
 a package, such as ``rope``, counts with every module in its folder)."""
 
+INIT_STD = 0.02
+"""GPT-2's (and BERT's) initial standard deviation of weights, embeddings and the learned
+table."""
+
 
 @dataclass(frozen=True)
 class StudyConfig:
@@ -88,13 +117,16 @@ class StudyConfig:
     stores :meth:`to_dict`; :meth:`from_dict` reads it back (missing keys take the defaults).
 
     Args:
-        tasks: tasks to train on, drawn from :data:`TASKS` (non-empty).
-        schemes: positional schemes to compare, drawn from :data:`STUDY_SCHEMES` (non-empty).
+        settings: drawn from :data:`SETTINGS` (non-empty).
+        tasks: drawn from :data:`TASKS` (non-empty). In the ``"decoder"`` setting only those of
+            :data:`CAUSAL_TASKS` are run (the others are skipped: they are not well posed).
+        schemes: drawn from :data:`SCHEMES` (non-empty).
         seeds: seeds (non-negative integers, non-empty); each seeds a model's initialisation,
             its training data and its evaluation data.
         train_len: longest training length L (training lengths are drawn from min_len .. L).
         min_len: shortest training length, 1 <= min_len <= train_len.
-        eval_factor: evaluation runs at every length 1 .. eval_factor * L.
+        eval_factor: evaluation at lengths L, 2L, ... up to eval_factor * L (doubling); the
+            learned table has eval_factor * L rows.
         vocab: input tokens V >= 2 (the model has V + 1 output classes: the tokens and NONE).
         k: look-back distance of the ``"lookback"`` task.
         d_model: model width (even, divisible by ``n_heads`` into even head widths).
@@ -103,20 +135,21 @@ class StudyConfig:
         steps: training steps (one batch each).
         batch: training batch size.
         lr: peak Adam learning rate (> 0), decayed on a cosine to a tenth.
-        eval_batch: sequences per evaluation length.
+        eval_batch: sequences per evaluation length (accuracy per position is their mean).
         base: frequency base of the sinusoidal table and of RoPE (> 1).
-        log_every: steps between progress lines (loss curves are stored as block means over
-            ``log_every // 10`` steps).
+        log_every: steps between progress lines and between points of the in-range accuracy
+            curve (loss curves are stored as block means over ``log_every // 10`` steps).
 
     Raises:
-        TypeError: a value of the wrong kind (``tasks``, ``schemes`` or ``seeds`` not a
-            non-empty list, a non-integer size).
+        TypeError: a value of the wrong kind (a list option not a non-empty list, a
+            non-integer size).
         ValueError: a value out of range (a size below 1, ``min_len > train_len``, ``vocab < 2``,
-            ``lr <= 0``, ``base <= 1``, an unknown task or scheme, a negative seed).
+            ``lr <= 0``, ``base <= 1``, an unknown setting, task or scheme, a negative seed).
     """
 
+    settings: tuple[str, ...] = SETTINGS
     tasks: tuple[str, ...] = ("first", "lookback")
-    schemes: tuple[str, ...] = STUDY_SCHEMES
+    schemes: tuple[str, ...] = SCHEMES
     seeds: tuple[int, ...] = (0, 1, 2)
     train_len: int = 32
     min_len: int = 1
@@ -126,10 +159,10 @@ class StudyConfig:
     d_model: int = 64
     n_heads: int = 4
     n_layers: int = 2
-    steps: int = 300
+    steps: int = 800
     batch: int = 32
     lr: float = 3e-3
-    eval_batch: int = 16
+    eval_batch: int = 256
     base: float = 10000.0
     log_every: int = 50
 
@@ -147,7 +180,7 @@ class StudyConfig:
         if not self.lr > 0:
             raise ValueError(f"lr must be > 0, got {self.lr}")
         put("base", check.base_value("base", self.base))
-        for name, allowed in (("tasks", TASKS), ("schemes", STUDY_SCHEMES)):
+        for name, allowed in (("settings", SETTINGS), ("tasks", TASKS), ("schemes", SCHEMES)):
             value = getattr(self, name)
             if isinstance(value, str) or not isinstance(value, Sequence) or not value:
                 raise TypeError(
@@ -157,9 +190,40 @@ class StudyConfig:
         if isinstance(self.seeds, (int, str)) or not self.seeds:
             raise TypeError(f"seeds must be a non-empty list of integers, got {self.seeds!r}")
         put("seeds", tuple(check.non_negative_int("seed", s) for s in self.seeds))
+        if d_h_bad := (self.d_model % self.n_heads or (self.d_model // self.n_heads) % 2):
+            raise ValueError(
+                f"n_heads={self.n_heads} must divide d_model={self.d_model} into even head "
+                f"widths (remainder {d_h_bad})"
+            )
+        if not self.plan():
+            raise ValueError(
+                f"settings {self.settings} and tasks {self.tasks} leave nothing to run: the "
+                f"decoder runs only {CAUSAL_TASKS}"
+            )
+
+    @property
+    def eval_lengths(self) -> tuple[int, ...]:
+        """The evaluation lengths L, 2L, 4L, ... up to eval_factor * L."""
+        out, n = [], self.train_len
+        while n < self.eval_factor * self.train_len:
+            out.append(n)
+            n *= 2
+        return tuple(out + [self.eval_factor * self.train_len])
+
+    def plan(self) -> list[tuple[str, str, str, int]]:
+        """Every (setting, task, scheme, seed) the study runs, in order (decoder: causal tasks
+        only)."""
+        return [
+            (setting, task, scheme, seed)
+            for setting in self.settings
+            for task in self.tasks
+            if setting == "encoder" or task in CAUSAL_TASKS
+            for scheme in self.schemes
+            for seed in self.seeds
+        ]
 
     def to_dict(self) -> dict[str, Any]:
-        """The configuration as a JSON-ready dict (lists for ``tasks``, ``schemes``, ``seeds``)."""
+        """The configuration as a JSON-ready dict (lists for the list options)."""
         return {
             f.name: list(v) if isinstance(v := getattr(self, f.name), tuple) else v
             for f in fields(self)
@@ -216,15 +280,37 @@ def _config(config: object) -> StudyConfig:
 # ----------------------------------------------------------------------------- tasks
 
 
+def target_index(task: str, length: int, k: int = 3) -> list[int | None]:
+    """Which input position each output position of a task copies (None: the NONE class).
+
+    Args:
+        task: one of :data:`TASKS`.
+        length: sequence length n >= 1.
+        k: the look-back distance of ``"lookback"``.
+
+    Returns:
+        a list of n entries: ``first`` 0; ``lookback`` i - k (None for i < k); ``reverse``
+        n - 1 - i; ``swap`` i XOR 1 (the last position of an odd length: itself).
+    """
+    check.choice("task", task, TASKS)
+    n, k = check.positive_int("length", length), check.positive_int("k", k)
+    rule: dict[str, Callable[[int], int | None]] = {
+        "first": lambda i: 0,
+        "lookback": lambda i: i - k if i >= k else None,
+        "reverse": lambda i: n - 1 - i,
+        "swap": lambda i: min(i ^ 1, n - 1),
+    }
+    return [rule[task](i) for i in range(n)]
+
+
 def make_batch(
     task: str, batch: int, length: int, vocab: int, generator: torch.Generator, *, k: int = 3
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """A batch of a synthetic task, drawn from ``generator``.
+    """A batch of a synthetic task, drawn from ``generator``: uniform random tokens and, at
+    every position, the token :func:`target_index` names (or NONE, the class ``vocab``).
 
     Args:
-        task: ``"first"`` (target i = token 0), ``"lookback"`` (target i = token i-k, or the
-            NONE class ``vocab`` when i < k), ``"reverse"`` (target i = token n-1-i) or
-            ``"swap"`` (target i = token i XOR 1; the last token of an odd length stays put).
+        task: one of :data:`TASKS`.
         batch: number of sequences b.
         length: sequence length n >= 1.
         vocab: number of input tokens V >= 2 (tokens 0 .. V-1).
@@ -234,28 +320,53 @@ def make_batch(
     Returns:
         ``(x, y)``: input tokens ``(b, n)`` and targets ``(b, n)`` in 0 .. V (int64, CPU).
     """
-    check.choice("task", task, TASKS)
-    batch, length, k = (
-        check.positive_int("batch", batch),
-        check.positive_int("length", length),
-        check.positive_int("k", k),
-    )
+    batch = check.positive_int("batch", batch)
     vocab = check.positive_int("vocab", vocab)
     if vocab < 2:
         raise ValueError(f"vocab must be >= 2, got {vocab}")
+    idx = target_index(task, length, k)
     x = torch.randint(vocab, (batch, length), generator=generator)  # (b, n)
-    if task == "reverse":
-        y = x.flip(-1)
-    elif task == "first":
-        y = x[:, :1].expand(-1, length).clone()
-    elif task == "swap":
-        idx = torch.arange(length) ^ 1
-        idx[idx >= length] = length - 1  # an odd length: the last token stays where it is
-        y = x[:, idx]
-    else:
-        y = torch.full_like(x, vocab)
-        y[:, k:] = x[:, : max(length - k, 0)]
+    none = torch.tensor([j is None for j in idx])  # (n,)
+    gather = torch.tensor([0 if j is None else j for j in idx])  # (n,)
+    y = x[:, gather].masked_fill(none, vocab)  # (b, n)
     return x, y
+
+
+def reversal_cap(task: str, length: int, vocab: int, k: int = 3) -> np.ndarray:
+    """The most a reversal-equivariant model can score, position by position, on average with
+    the mirror position.
+
+    An encoder whose only positional signal is symmetric ALiBi (bias ``-m|i-j|``, the same for
+    i - j = +t and -t) gives, at position i of the sequence x, exactly what it gives at position
+    n - 1 - i of the reversed sequence. Random tokens are as likely reversed as not, so the same
+    prediction must serve two targets: t(x, i) and the target at n - 1 - i of reversed x. One
+    prediction hits both only when they agree, which has probability q_i (1 if both are NONE or
+    the same input position, 1/V for two different random tokens, 0 for a token against NONE).
+    Hence ``acc(i) + acc(n - 1 - i) <= 1 + q_i``; the returned ``(1 + q_i) / 2`` bounds the
+    mean accuracy over any set of positions closed under the mirror (for example the whole
+    sequence). For ``first`` and ``lookback`` at n >> k it is about (1 + 1/V) / 2.
+
+    Args:
+        task: one of :data:`TASKS`.
+        length: sequence length n.
+        vocab: tokens V.
+        k: look-back distance.
+
+    Returns:
+        float64 array ``(n,)``.
+    """
+    vocab = check.positive_int("vocab", vocab)
+    idx = target_index(task, length, k)
+    n = len(idx)
+    q = []
+    for i in range(n):
+        a = idx[i]
+        b = None if idx[n - 1 - i] is None else n - 1 - idx[n - 1 - i]  # index into x
+        if a is None or b is None:
+            q.append(1.0 if a is None and b is None else 0.0)
+        else:
+            q.append(1.0 if a == b else 1.0 / vocab)
+    return (1.0 + np.array(q)) / 2.0
 
 
 # ----------------------------------------------------------------------------- model
@@ -280,7 +391,15 @@ class _Block(nn.Module):
 
 
 class TinyTransformer(nn.Module):
-    """A small pre-LN Transformer encoder that predicts a class at every position.
+    """A small pre-LN Transformer that predicts a class at every position.
+
+    Initialised as GPT-2 (nanoGPT's ``_init_weights``): linear weights and the token embedding
+    N(0, 0.02), biases 0, the output projections of attention and MLP N(0, 0.02 / sqrt(2
+    n_layers)), LayerNorms 1 and 0. With the sinusoidal scheme the token embedding is instead
+    N(0, 1/d) and multiplied by sqrt(d) at the input (Vaswani et al. 2017, Sec. 3.4), so that
+    tokens and table start on one scale (with 0.02 the table's entries, of size 1, outweigh the
+    tokens fifty to one; :class:`~posenc_core.book.lm.ByteLM` measured that this stalls
+    training).
 
     Args:
         vocab: number of input tokens V; the output has V + 1 classes (the tokens and NONE).
@@ -291,15 +410,14 @@ class TinyTransformer(nn.Module):
             token embeddings (:class:`~posenc_core.sinusoidal.SinusoidalPositionalEncoding`,
             :class:`~posenc_core.learned.LearnedPositionalEmbedding`); ``"rope"`` rotates queries
             and keys in every layer (:class:`~posenc_core.rope.RotaryEmbedding`); ``"alibi"``
-            adds ALiBi biases in every layer (symmetric, ``-m|i-j|``, since the model is
-            bidirectional unless ``causal``); ``"none"`` uses no position at all.
+            adds ALiBi biases in every layer (symmetric ``-m|i-j|`` when bidirectional,
+            ``-m(i-j)`` with the mask when ``causal``); ``"none"`` uses no position at all.
         max_len: rows of the learned table (longer inputs raise posenc_core's ``ValueError``);
             rows precomputed by the sinusoidal module (longer ones come from the formula).
         base: frequency base of the sinusoidal table and of RoPE.
         causal: use a causal mask (default False: every position sees the whole sequence).
-        learned_init_std: standard deviation of the learned table's initial rows; 1.0 (the
-            default) is the scale of the token embeddings (``nn.Embedding`` draws N(0, 1)), so
-            position and content start on an equal footing. (BERT draws both at 0.02.)
+        learned_init_std: standard deviation of the learned table's initial rows (0.02, BERT's
+            and GPT-2's).
     """
 
     def __init__(
@@ -313,7 +431,7 @@ class TinyTransformer(nn.Module):
         max_len: int = 32,
         base: float = 10000.0,
         causal: bool = False,
-        learned_init_std: float = 1.0,
+        learned_init_std: float = INIT_STD,
     ) -> None:
         super().__init__()
         self.vocab = check.positive_int("vocab", vocab)
@@ -331,10 +449,6 @@ class TinyTransformer(nn.Module):
         self.causal = check.boolean("causal", causal)
         self.embed = nn.Embedding(vocab, d_model)
         self.pos: nn.Module | None = None
-        if scheme == "sinusoidal":
-            self.pos = SinusoidalPositionalEncoding(d_model, max_len, base=base)
-        elif scheme == "learned":
-            self.pos = LearnedPositionalEmbedding(max_len, d_model, init_std=learned_init_std)
         head_dim = d_model // n_heads
         self.blocks = nn.ModuleList(
             _Block(
@@ -347,6 +461,23 @@ class TinyTransformer(nn.Module):
         )
         self.ln_f = nn.LayerNorm(d_model)
         self.head = nn.Linear(d_model, vocab + 1)
+        self._init_weights(n_layers)
+        if scheme == "sinusoidal":
+            nn.init.normal_(self.embed.weight, 0.0, d_model**-0.5)
+            self.pos = SinusoidalPositionalEncoding(d_model, max_len, base=base, scale=d_model**0.5)
+        elif scheme == "learned":
+            self.pos = LearnedPositionalEmbedding(max_len, d_model, init_std=learned_init_std)
+
+    def _init_weights(self, n_layers: int) -> None:
+        """GPT-2's initialisation (nanoGPT's ``_init_weights`` and its scaled projections)."""
+        for module in self.modules():
+            if isinstance(module, (nn.Linear, nn.Embedding)):
+                nn.init.normal_(module.weight, 0.0, INIT_STD)
+            if isinstance(module, nn.Linear) and module.bias is not None:
+                nn.init.zeros_(module.bias)
+        for block in self.blocks:
+            for proj in (block.attn.out, block.mlp[2]):
+                nn.init.normal_(proj.weight, 0.0, INIT_STD / math.sqrt(2 * n_layers))
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         """Logits for every position.
@@ -398,22 +529,24 @@ def learned_table_parameters(max_len: int, d_model: int) -> int:
 # ----------------------------------------------------------------------------- training
 
 
-def build_model(scheme: str, config: StudyConfig, seed: int) -> TinyTransformer:
-    """The study's model for a study scheme, initialised from ``seed`` without touching the
-    global random state (``"learned_long"``: a learned table with ``eval_factor * L`` rows).
+def build_model(
+    scheme: str, config: StudyConfig, seed: int, setting: str = "encoder"
+) -> TinyTransformer:
+    """The study's model, initialised from ``seed`` without touching the global random state.
 
     Args:
-        scheme: one of :data:`STUDY_SCHEMES`.
+        scheme: one of :data:`SCHEMES` (a learned table gets ``eval_factor * L`` rows).
         config: the study's :class:`StudyConfig` (``vocab``, ``d_model``, ``n_heads``,
             ``n_layers``, ``train_len``, ``eval_factor``, ``base``).
         seed: initialisation seed.
+        setting: ``"encoder"`` (bidirectional) or ``"decoder"`` (causal).
 
     Returns:
         a :class:`TinyTransformer` in float32 on the CPU.
     """
     c = _config(config)
-    check.choice("scheme", scheme, STUDY_SCHEMES)
-    max_len = c.train_len * (c.eval_factor if scheme == "learned_long" else 1)
+    check.choice("scheme", scheme, SCHEMES)
+    check.choice("setting", setting, SETTINGS)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(check.non_negative_int("seed", seed))
         return TinyTransformer(
@@ -421,15 +554,25 @@ def build_model(scheme: str, config: StudyConfig, seed: int) -> TinyTransformer:
             c.d_model,
             c.n_heads,
             c.n_layers,
-            scheme="learned" if scheme == "learned_long" else scheme,
-            max_len=max_len,
+            scheme=scheme,
+            max_len=c.train_len * c.eval_factor,
             base=c.base,
+            causal=setting == "decoder",
         )
 
 
 def _loss(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     logits = model(x)  # (b, s, C)
     return F.cross_entropy(logits.flatten(0, 1), y.flatten())
+
+
+@torch.no_grad()
+def _accuracy_by_position(
+    model: TinyTransformer, task: str, c: StudyConfig, length: int, batch: int, gen, device
+) -> np.ndarray:
+    x, y = make_batch(task, batch, length, c.vocab, gen, k=c.k)
+    pred = model(x.to(device)).argmax(-1).cpu()  # (b, n)
+    return (pred == y).double().mean(0).numpy()  # (n,)
 
 
 def train_model(
@@ -440,33 +583,46 @@ def train_model(
     *,
     device: str | torch.device = "cpu",
     on_step: Callable[[int, float], None] | None = None,
-) -> list[float]:
+) -> tuple[list[float], list[list[float]]]:
     """Train ``model`` in place on random lengths in [min_len, train_len], one length per batch.
 
     Adam, learning rate ``lr`` with a cosine decay to a tenth, gradients clipped at norm 1. The
     data come from ``torch.Generator().manual_seed(seed)``, so a run is deterministic on the CPU.
+    Every ``log_every`` steps the in-range accuracy (the mean over positions of sequences of
+    length L, on one fixed batch of ``eval_batch // 2`` sequences) is recorded: the curve that
+    shows whether training has converged.
 
     Args:
         model: a :class:`TinyTransformer` (moved to ``device``).
         task: one of :data:`TASKS`.
         config: the study's :class:`StudyConfig` (``steps``, ``batch``, ``lr``, ``train_len``,
-            ``min_len``, ``vocab``, ``k``).
+            ``min_len``, ``vocab``, ``k``, ``log_every``, ``eval_batch``).
         seed: data seed.
         device: where to train.
         on_step: called as ``on_step(step, loss)`` after every step (step counts from 1).
 
     Returns:
-        the training loss at every step, a list of ``steps`` floats.
+        ``(losses, accuracy_curve)``: the training loss at every step (``steps`` floats) and
+        ``[[step, in-range accuracy], ...]`` at step 0 and every ``log_every`` steps.
     """
     c = _config(config)
     check.choice("task", task, TASKS)
-    gen = torch.Generator().manual_seed(check.non_negative_int("seed", seed) + 1_000_003)
+    seed = check.non_negative_int("seed", seed)
+    gen = torch.Generator().manual_seed(seed + 1_000_003)
     model.to(device).train()
     opt = torch.optim.Adam(model.parameters(), lr=c.lr)
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt, lambda t: 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * t / c.steps))
     )
-    losses = []
+
+    def in_range() -> float:
+        model.eval()
+        g = torch.Generator().manual_seed(seed + 3_000_003)  # the same batch every time
+        a = _accuracy_by_position(model, task, c, c.train_len, max(1, c.eval_batch // 2), g, device)
+        model.train()
+        return float(a.mean())
+
+    losses, accuracy = [], [[0, in_range()]]
     for step in range(1, c.steps + 1):
         n = int(torch.randint(c.min_len, c.train_len + 1, (), generator=gen))
         x, y = make_batch(task, c.batch, n, c.vocab, gen, k=c.k)
@@ -477,10 +633,12 @@ def train_model(
         opt.step()
         sched.step()
         losses.append(float(loss.detach()))
+        if step % c.log_every == 0 or step == c.steps:
+            accuracy.append([step, in_range()])
         if on_step is not None:
             on_step(step, losses[-1])
     model.eval()
-    return losses
+    return losses, accuracy
 
 
 @torch.no_grad()
@@ -491,34 +649,32 @@ def evaluate(
     seed: int,
     *,
     device: str | torch.device = "cpu",
-) -> tuple[list[float | None], str | None]:
-    """Token accuracy at every length 1 .. eval_factor * train_len on fresh seeded batches.
+) -> dict[str, list[float]]:
+    """Token accuracy at every position of fresh seeded sequences of each evaluation length.
+
+    In an encoder a position's output depends on the whole sequence, so the accuracy at
+    position p is measured separately in sequences of length L, 2L and 4L
+    (:attr:`StudyConfig.eval_lengths`). In a decoder it depends only on positions 0 .. p, so
+    the three agree up to sampling.
 
     Args:
-        model, task, config, device: as in :func:`train_model` (uses ``eval_factor``,
-            ``train_len``, ``eval_batch``, ``vocab``, ``k``).
+        model, task, config, device: as in :func:`train_model` (uses ``eval_lengths``,
+            ``eval_batch``, ``vocab``, ``k``).
         seed: evaluation seed (the batches differ from the training ones).
 
     Returns:
-        ``(accuracy, error)``: a list with one accuracy per length (None where the model has no
-        row for that length: a learned table shorter than the sequence), and the message of the
-        first such ``ValueError`` (None if there was none).
+        ``{str(n): accuracy at positions 0 .. n-1}`` for each evaluation length n (each the
+        mean over ``eval_batch`` sequences).
     """
     c = _config(config)
     gen = torch.Generator().manual_seed(check.non_negative_int("seed", seed) + 2_000_003)
     model.to(device).eval()
-    acc: list[float | None] = []
-    error = None
-    for n in range(1, c.eval_factor * c.train_len + 1):
-        x, y = make_batch(task, c.eval_batch, n, c.vocab, gen, k=c.k)
-        try:
-            pred = model(x.to(device)).argmax(-1).cpu()  # (b, n)
-        except ValueError as err:  # posenc_core's learned table: no row for this position
-            error = error or str(err)
-            acc.append(None)
-            continue
-        acc.append(float((pred == y).double().mean()))
-    return acc, error
+    return {
+        str(n): [
+            float(a) for a in _accuracy_by_position(model, task, c, n, c.eval_batch, gen, device)
+        ]
+        for n in c.eval_lengths
+    }
 
 
 def table_summary(table: torch.Tensor) -> dict[str, Any]:
@@ -550,32 +706,75 @@ def table_summary(table: torch.Tensor) -> dict[str, Any]:
 
 
 def _progress_printer(every: int) -> Callable[[dict[str, Any]], None]:
+    """Print a line every ``every`` steps and one per finished run, with the time elapsed and
+    an estimate of the time left (elapsed time over the fraction of the study's steps done);
+    lines stay within 80 characters."""
+
     def show(event: dict[str, Any]) -> None:
         if event["event"] == "step" and event["step"] % every and event["step"] != event["steps"]:
             return
-        head = (
-            f"[{event['run']}/{event['runs']}] {event['task']:8s} {event['scheme']:12s} "
-            f"seed {event['seed']}"
-        )
+        key = run_key(event["setting"], event["task"], event["scheme"], event["seed"])
+        head = f"[{event['run']}/{event['runs']}] {key}"
+        done, elapsed = event.get("fraction_done", 0.0), event.get("elapsed", 0.0)
+        eta = f" {elapsed:.0f} s, ~{elapsed * (1 - done) / done:.0f} s left" if done else ""
         if event["event"] == "step":
-            print(
-                f"{head}  step {event['step']:4d}/{event['steps']}  loss {event['loss']:.4f}",
-                flush=True,
-            )
+            print(f"{head} step {event['step']} loss {event['loss']:.3f}{eta}", flush=True)
         elif event["event"] == "done":
-            print(
-                f"{head}  done in {event['seconds']:.1f} s, accuracy at L {event['acc_at_L']:.3f}",
-                flush=True,
-            )
+            acc = event["acc_at_L"]
+            print(f"{head} done {event['seconds']:.0f} s, acc@L {acc:.3f}{eta}", flush=True)
         elif event["event"] == "skipped":
-            print(f"{head}  already done (resumed)", flush=True)
+            print(f"{head} already done (resumed)", flush=True)
 
     return show
 
 
-def run_key(task: str, scheme: str, seed: int) -> str:
-    """The key of one run in ``results["runs"]``: ``"task/scheme/seed"``."""
-    return f"{task}/{scheme}/{seed}"
+def run_key(setting: str, task: str, scheme: str, seed: int) -> str:
+    """The key of one run in ``results["runs"]``: ``"setting/task/scheme/seed"``."""
+    return f"{setting}/{task}/{scheme}/{seed}"
+
+
+def _one_run(
+    c: StudyConfig,
+    item: tuple[str, str, str, int],
+    device: str | torch.device,
+    keep_tables: bool,
+    on_step: Callable[[int, float], None] | None = None,
+) -> dict[str, Any]:
+    """Train and evaluate one (setting, task, scheme, seed): the run dict of :func:`run_study`."""
+    setting, task, scheme, seed = item
+    t0 = time.perf_counter()
+    model = build_model(scheme, c, seed, setting)
+    table_init = model.position_table()
+    curve, acc_curve = train_model(model, task, c, seed, device=device, on_step=on_step)
+    run: dict[str, Any] = {
+        "setting": setting,
+        "task": task,
+        "scheme": scheme,
+        "seed": seed,
+        "curve": curve,
+        "acc_curve": acc_curve,
+        "acc": evaluate(model, task, c, seed, device=device),
+        "params": parameter_counts(model),
+    }
+    table = model.position_table()
+    if table is not None:
+        table, rows = table.cpu(), c.train_len  # rows past L never get a gradient
+        run["geometry"] = table_summary(table[:rows])
+        run["geometry_init"] = table_summary(table_init[:rows])
+        update = (table - table_init)[:rows]
+        run["geometry_update"] = table_summary(update)
+        run["update_ratio"] = float(update.norm() / table_init[:rows].norm())
+        if keep_tables:
+            run["table"], run["table_init"] = table.tolist(), table_init.tolist()
+    run["seconds"] = time.perf_counter() - t0
+    return run
+
+
+def _worker_run(args: tuple) -> dict[str, Any]:
+    """One run in a worker process (one CPU thread each)."""
+    options, item, device, keep_tables = args
+    torch.set_num_threads(1)
+    return _one_run(StudyConfig.from_dict(options), item, device, keep_tables)
 
 
 def run_study(
@@ -583,18 +782,24 @@ def run_study(
     *,
     device: str | torch.device = "cpu",
     threads: int | None = 1,
+    workers: int = 1,
     on_progress: Callable[[dict[str, Any]], None] | None | str = "print",
     resume: Mapping[str, Any] | None = None,
     keep_tables: bool = True,
     **overrides: Any,
 ) -> dict[str, Any]:
-    """Train and evaluate every (task, scheme, seed) of the study.
+    """Train and evaluate every (setting, task, scheme, seed) of the study
+    (:meth:`StudyConfig.plan`).
 
     Progress goes to ``on_progress`` as event dicts (``event`` = ``"step"``, ``"done"`` or
-    ``"skipped"``, with ``run``, ``runs``, ``task``, ``scheme``, ``seed`` and, for steps,
-    ``step``, ``steps``, ``loss``); the default prints a line every ``log_every`` steps. A
-    ``KeyboardInterrupt`` stops the study after the finished runs: the result is returned with
-    ``interrupted`` True and can be passed back as ``resume`` to continue.
+    ``"skipped"``, with ``run``, ``runs``, ``setting``, ``task``, ``scheme``, ``seed``,
+    ``elapsed`` and ``fraction_done`` and, for steps, ``step``, ``steps``, ``loss``); the
+    default prints a line every ``log_every`` steps and one per finished run, with an estimate
+    of the time left. With ``workers > 1`` runs go to that many processes (one CPU thread
+    each; ``make study`` uses 2, one per core) and only ``"done"`` events are reported. Each run
+    is seeded on its own, so the numbers do not depend on ``workers``. A ``KeyboardInterrupt``
+    stops the study after the finished runs: the result is returned with ``interrupted`` True
+    and can be passed back as ``resume`` to continue.
 
     Args:
         config: the study's :class:`StudyConfig` (default: ``StudyConfig()``, what
@@ -602,6 +807,7 @@ def run_study(
         device: torch device for training and evaluation (``"cuda"`` on a GPU).
         threads: CPU threads for the duration of the study (restored afterwards). Models this
             small run fastest on one thread (the default); None keeps torch's setting.
+        workers: processes to spread the runs over (1: run here, with per-step progress).
         on_progress: callback, ``"print"`` (default) or None for silence.
         resume: an earlier (possibly interrupted) result with the same configuration; its
             finished runs are kept, not retrained.
@@ -612,17 +818,18 @@ def run_study(
 
     Returns:
         dict with ``config`` (:meth:`StudyConfig.to_dict`), ``runs`` (key :func:`run_key` ->
-        ``task``, ``scheme``, ``seed``, ``curve`` (loss per step), ``acc`` (accuracy per length
-        1 .. eval_factor*L, None for no row), ``no_row_error``, ``params``, ``seconds``, and for
-        learned tables ``table`` / ``table_init`` (if ``keep_tables``) with their
-        :func:`table_summary` as ``geometry`` / ``geometry_init``, ``geometry_update`` (of the
-        change ``table - table_init`` in rows 0 .. L-1), ``update_ratio`` (norm of that change
-        over the norm of those initial rows) and ``geometry_trained_rows`` for rows 0 .. L-1 of
-        a longer table), ``interrupted``, ``seconds`` and ``cpu_seconds``.
+        ``setting``, ``task``, ``scheme``, ``seed``, ``curve`` (loss per step),
+        ``acc_curve`` (in-range accuracy during training), ``acc`` (:func:`evaluate`),
+        ``params``, ``seconds``, and for learned tables ``table`` / ``table_init`` (if
+        ``keep_tables``) with their :func:`table_summary` as ``geometry`` / ``geometry_init``
+        (of rows 0 .. L-1, the rows training reaches), ``geometry_update`` (of the change
+        ``table - table_init`` in those rows) and ``update_ratio`` (norm of that change over
+        the norm of those initial rows)), ``interrupted``, ``seconds`` and ``cpu_seconds``.
     """
     c = StudyConfig() if config is None else _config(config)
     if overrides:
         c = c.replace(**overrides)
+    workers = check.positive_int("workers", workers)
     if on_progress == "print":
         on_progress = _progress_printer(c.log_every)
     elif on_progress is not None and not callable(on_progress):
@@ -641,64 +848,59 @@ def run_study(
     old_threads = torch.get_num_threads()
     if threads is not None:
         torch.set_num_threads(check.positive_int("threads", threads))
-    plan = [(t, s, seed) for t in c.tasks for s in c.schemes for seed in c.seeds]
+    plan = c.plan()
+    number = {item: i for i, item in enumerate(plan, start=1)}
+    todo = [p for p in plan if run_key(*p) not in runs]
     start, cpu_start = time.perf_counter(), time.process_time()
     interrupted = False
+
+    def info(item: tuple[str, str, str, int], done: float) -> dict[str, Any]:
+        setting, task, scheme, seed = item
+        return {
+            "run": number[item],
+            "runs": len(plan),
+            "setting": setting,
+            "task": task,
+            "scheme": scheme,
+            "seed": seed,
+            "elapsed": time.perf_counter() - start,
+            "fraction_done": done / max(1, len(todo)),
+        }
+
+    def finished(item: tuple[str, str, str, int], run: dict[str, Any]) -> None:
+        runs[run_key(*item)] = run
+        if on_progress:
+            done = len(runs) - (len(plan) - len(todo))
+            on_progress(
+                {
+                    "event": "done",
+                    "seconds": run["seconds"],
+                    "acc_at_L": run["acc_curve"][-1][1],
+                    **info(item, done),
+                }
+            )
+
     try:
-        for i, (task, scheme, seed) in enumerate(plan, start=1):
-            info = {"run": i, "runs": len(plan), "task": task, "scheme": scheme, "seed": seed}
-            if run_key(task, scheme, seed) in runs:
-                if on_progress:
-                    on_progress({"event": "skipped", **info})
-                continue
-            t0 = time.perf_counter()
-            model = build_model(scheme, c, seed)
-            table_init = model.position_table()
+        if on_progress:
+            for item in plan:
+                if item not in todo:
+                    on_progress({"event": "skipped", **info(item, 0)})
+        if workers == 1:
+            for n, item in enumerate(todo):
 
-            def step(s: int, loss: float, info: dict = info) -> None:
-                if on_progress:
-                    on_progress(
-                        {"event": "step", "step": s, "steps": c.steps, "loss": loss, **info}
-                    )
+                def step(s: int, loss: float, item=item, n=n) -> None:
+                    if on_progress:
+                        event = {"event": "step", "step": s, "steps": c.steps, "loss": loss}
+                        on_progress({**event, **info(item, n + s / c.steps)})
 
-            curve = train_model(model, task, c, seed, device=device, on_step=step)
-            acc, error = evaluate(model, task, c, seed, device=device)
-            run: dict[str, Any] = {
-                "task": task,
-                "scheme": scheme,
-                "seed": seed,
-                "curve": curve,
-                "acc": acc,
-                "no_row_error": error,
-                "params": parameter_counts(model),
-            }
-            table = model.position_table()
-            if table is not None:
-                table = table.cpu()
-                run["geometry"], run["geometry_init"] = (
-                    table_summary(table),
-                    table_summary(table_init),
-                )
-                update = (table - table_init)[
-                    : c.train_len
-                ]  # what training wrote (rows past L get none)
-                run["geometry_update"] = table_summary(update)
-                run["update_ratio"] = float(update.norm() / table_init[: c.train_len].norm())
-                if table.shape[0] > c.train_len:  # rows past L were never trained
-                    run["geometry_trained_rows"] = table_summary(table[: c.train_len])
-                if keep_tables:
-                    run["table"], run["table_init"] = table.tolist(), table_init.tolist()
-            run["seconds"] = time.perf_counter() - t0
-            runs[run_key(task, scheme, seed)] = run
-            if on_progress:
-                on_progress(
-                    {
-                        "event": "done",
-                        "seconds": run["seconds"],
-                        "acc_at_L": acc[c.train_len - 1],
-                        **info,
-                    }
-                )
+                finished(item, _one_run(c, item, device, keep_tables, step))
+        else:
+            import multiprocessing
+
+            jobs = [(c.to_dict(), item, str(device), keep_tables) for item in todo]
+            with multiprocessing.get_context("spawn").Pool(workers) as pool:
+                for item, run in zip(todo, pool.imap(_worker_run, jobs)):
+                    finished(item, run)
     except KeyboardInterrupt:
         interrupted = True
         if on_progress:
@@ -713,17 +915,22 @@ def run_study(
         "seconds": time.perf_counter() - start + float(prior.get("seconds", 0.0)),
         "cpu_seconds": time.process_time() - cpu_start + float(prior.get("cpu_seconds", 0.0)),
         "threads": torch.get_num_threads() if threads is None else threads,
+        "workers": workers,
+        "run_seconds": sum(r["seconds"] for r in runs.values()),
     }
 
 
 # ----------------------------------------------------------------------------- summaries
 
 
-def runs_for(results: Mapping[str, Any], task: str, scheme: str) -> list[dict[str, Any]]:
-    """The finished runs of one (task, scheme), one per seed, sorted by seed.
+def runs_for(
+    results: Mapping[str, Any], setting: str, task: str, scheme: str
+) -> list[dict[str, Any]]:
+    """The finished runs of one (setting, task, scheme), one per seed, sorted by seed.
 
     Args:
         results: a :func:`run_study` result (or one read by :func:`load_results`).
+        setting: ``"encoder"`` or ``"decoder"``.
         task: a task of the study, such as ``"first"``.
         scheme: a scheme of the study, such as ``"learned"``.
 
@@ -731,59 +938,68 @@ def runs_for(results: Mapping[str, Any], task: str, scheme: str) -> list[dict[st
         the run dicts (as stored in ``results["runs"]``), in increasing order of ``seed``.
 
     Raises:
-        KeyError: if ``results`` holds no run of that task and scheme; the message lists the
-            (task, scheme) pairs it does hold.
+        KeyError: if ``results`` holds no such run; the message lists the (setting, task,
+            scheme) triples it does hold.
     """
-    runs = [r for r in results["runs"].values() if r["task"] == task and r["scheme"] == scheme]
+    want = (setting, task, scheme)
+    runs = [r for r in results["runs"].values() if (r["setting"], r["task"], r["scheme"]) == want]
     if not runs:
-        held = sorted({(r["task"], r["scheme"]) for r in results["runs"].values()})
+        held = sorted({(r["setting"], r["task"], r["scheme"]) for r in results["runs"].values()})
         raise KeyError(
-            f"no finished runs for task={task!r}, scheme={scheme!r}; the results hold "
-            + (", ".join(f"{t}/{s}" for t, s in held) or "no runs")
+            f"no finished runs for setting={setting!r}, task={task!r}, scheme={scheme!r}; the "
+            "results hold " + (", ".join("/".join(h) for h in held) or "no runs")
         )
     return sorted(runs, key=lambda r: r["seed"])
 
 
-def accuracy_summary(results: Mapping[str, Any], task: str, scheme: str) -> dict[str, np.ndarray]:
-    """Mean and spread over seeds of the accuracy at every length.
+def position_accuracy(
+    results: Mapping[str, Any], setting: str, task: str, scheme: str, length: int | None = None
+) -> np.ndarray:
+    """Accuracy at every position of sequences of one evaluation length, one row per seed.
 
     Args:
-        results: a :func:`run_study` result (or one read by :func:`load_results`).
-        task, scheme: which runs.
+        results: a study result.
+        setting, task, scheme: which runs.
+        length: an evaluation length (:attr:`StudyConfig.eval_lengths`); None: the longest.
 
     Returns:
-        dict of float64 arrays of shape ``(eval_factor * L,)``: ``lengths`` (1 ..), ``mean``,
-        ``std`` (population standard deviation over seeds), ``min``, ``max``; NaN where the
-        model had no row for that length.
+        float64 array ``(S, length)``.
     """
-    runs = runs_for(results, task, scheme)
-    a = np.array(
-        [[np.nan if x is None else x for x in r["acc"]] for r in runs], dtype=float
-    )  # (seeds, lengths)
-    with np.errstate(all="ignore"):
-        return {
-            "lengths": np.arange(1, a.shape[1] + 1, dtype=float),
-            "mean": a.mean(0),
-            "std": a.std(0),
-            "min": a.min(0),
-            "max": a.max(0),
-        }
+    runs = runs_for(results, setting, task, scheme)
+    key = str(length) if length is not None else max(runs[0]["acc"], key=int)
+    if key not in runs[0]["acc"]:
+        raise KeyError(f"no evaluation at length {length}; there are {sorted(runs[0]['acc'])}")
+    return np.array([r["acc"][key] for r in runs], dtype=float)
+
+
+def bands(config: StudyConfig) -> list[tuple[int, int]]:
+    """Position bands for summaries: [0, L), [L, 2L), [2L, 4L), ... (inside L never shares a
+    band with beyond L)."""
+    c = _config(config)
+    edges = [0, *c.eval_lengths]
+    return list(zip(edges[:-1], edges[1:]))
 
 
 def band_accuracy(
-    results: Mapping[str, Any], task: str, scheme: str, lo: int, hi: int
+    results: Mapping[str, Any],
+    setting: str,
+    task: str,
+    scheme: str,
+    lo: int,
+    hi: int,
+    length: int | None = None,
 ) -> tuple[float, float]:
-    """Mean over lengths lo .. hi (inclusive) of the accuracy, then mean and std over seeds.
+    """Mean accuracy over positions lo .. hi - 1 of sequences of ``length`` (None: the
+    longest), then mean and population standard deviation over seeds.
 
     Returns:
-        ``(mean, std)``; NaN if the model has no row for any of those lengths.
+        ``(mean, std)``.
     """
-    runs = runs_for(results, task, scheme)
-    per_seed = []
-    for r in runs:
-        vals = r["acc"][lo - 1 : hi]
-        per_seed.append(np.nan if any(x is None for x in vals) else float(np.mean(vals)))
-    return float(np.mean(per_seed)), float(np.std(per_seed))
+    a = position_accuracy(results, setting, task, scheme, length)  # (S, n)
+    if not 0 <= lo < hi <= a.shape[1]:
+        raise ValueError(f"need 0 <= lo < hi <= {a.shape[1]}, got lo={lo}, hi={hi}")
+    per_seed = a[:, lo:hi].mean(1)
+    return float(per_seed.mean()), float(per_seed.std())
 
 
 def loss_blocks(curve: Sequence[float], every: int) -> list[list[float]]:
@@ -803,17 +1019,17 @@ def loss_blocks(curve: Sequence[float], every: int) -> list[list[float]]:
 
 
 def training_curves(
-    results: Mapping[str, Any], task: str, scheme: str
+    results: Mapping[str, Any], setting: str, task: str, scheme: str
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The (block-averaged) loss curves of a (task, scheme)'s seeds.
+    """The (block-averaged) loss curves of one (setting, task, scheme)'s seeds.
 
     Works on a :func:`run_study` result (per-step curves, averaged over blocks of ``log_every``
     / 10 steps, at least 1) and on one read by :func:`load_results` (already stored as blocks).
 
     Returns:
-        ``(steps, losses)``: float64 arrays ``(blocks,)`` and ``(seeds, blocks)``.
+        ``(steps, losses)``: float64 arrays ``(blocks,)`` and ``(S, blocks)``.
     """
-    runs = runs_for(results, task, scheme)
+    runs = runs_for(results, setting, task, scheme)
     every = max(1, results["config"]["log_every"] // 10)
     blocks = [
         r["curve"] if isinstance(r["curve"][0], list) else loss_blocks(r["curve"], every)
@@ -823,27 +1039,39 @@ def training_curves(
     return steps, np.array([[b[1] for b in bl] for bl in blocks], dtype=float)
 
 
+def accuracy_curves(
+    results: Mapping[str, Any], setting: str, task: str, scheme: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """In-range accuracy (length L) during training, one row per seed.
+
+    Returns:
+        ``(steps, accuracy)``: float64 arrays ``(points,)`` and ``(S, points)``.
+    """
+    runs = runs_for(results, setting, task, scheme)
+    steps = np.array([p[0] for p in runs[0]["acc_curve"]], dtype=float)
+    return steps, np.array([[p[1] for p in r["acc_curve"]] for r in runs], dtype=float)
+
+
 def geometry_summary(
-    results: Mapping[str, Any], task: str, scheme: str, which: str = "geometry"
+    results: Mapping[str, Any], setting: str, task: str, which: str = "geometry"
 ) -> dict[str, float]:
-    """Mean and spread over seeds of a learned table's geometry (see :func:`table_summary`).
+    """Mean and spread over seeds of the learned table's geometry (see :func:`table_summary`).
 
     Args:
         results: a study result.
-        task, scheme: which runs (scheme ``"learned"`` or ``"learned_long"``).
-        which: ``"geometry"`` (the trained table), ``"geometry_init"`` (the same table at
-            initialisation), ``"geometry_update"`` (the change training made, trained minus
-            initial, rows 0 .. L-1) or ``"geometry_trained_rows"`` (rows 0 .. L-1 of a longer
-            table).
+        setting, task: which runs (scheme ``"learned"``).
+        which: ``"geometry"`` (rows 0 .. L-1 of the trained table), ``"geometry_init"`` (the
+            same rows at initialisation) or ``"geometry_update"`` (the change training made,
+            trained minus initial, in those rows).
 
     Returns:
         dict with ``neighbour_similarity`` and ``neighbour_is_nearest`` (means over seeds) and
         their population standard deviations ``neighbour_similarity_std``,
         ``neighbour_is_nearest_std``.
     """
-    runs = runs_for(results, task, scheme)
+    runs = runs_for(results, setting, task, "learned")
     if any(which not in r for r in runs):
-        raise KeyError(f"no {which!r} for task={task!r}, scheme={scheme!r} (learned tables only)")
+        raise KeyError(f"no {which!r} in the runs of setting={setting!r}, task={task!r}")
     out = {}
     for name in ("neighbour_similarity", "neighbour_is_nearest"):
         vals = [r[which][name] for r in runs]
@@ -910,7 +1138,8 @@ def save_results(
     runs = {}
     for key, r in results["runs"].items():
         r = dict(r)
-        r["curve"] = loss_blocks(r["curve"], every)
+        if not isinstance(r["curve"][0], list):
+            r["curve"] = loss_blocks(r["curve"], every)
         r.pop("table_init", None)  # its geometry is kept as geometry_init
         table = r.pop("table", None)
         r = _round(r, 4)
@@ -931,6 +1160,8 @@ def save_results(
         "seconds": round(float(results["seconds"]), 1),
         "cpu_seconds": round(float(results["cpu_seconds"]), 1),
         "threads": results.get("threads"),
+        "workers": results.get("workers", 1),
+        "run_seconds": round(float(results.get("run_seconds", 0.0)), 1),
         "runs": runs,
     }
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -971,12 +1202,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     defaults = StudyConfig()
     p.add_argument("--steps", type=int, default=defaults.steps)
     p.add_argument("--d-model", type=int, default=defaults.d_model)
+    p.add_argument("--n-layers", type=int, default=defaults.n_layers)
+    p.add_argument("--train-len", type=int, default=defaults.train_len)
+    p.add_argument("--batch", type=int, default=defaults.batch)
     p.add_argument("--seeds", type=int, nargs="+", default=list(defaults.seeds))
     p.add_argument("--device", default="cpu")
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--workers", type=int, default=2, help="processes (default 2: one per core)")
     a = p.parse_args(argv)
     results = run_study(
-        device=a.device, threads=a.threads, steps=a.steps, d_model=a.d_model, seeds=a.seeds
+        device=a.device,
+        threads=a.threads,
+        workers=a.workers,
+        steps=a.steps,
+        d_model=a.d_model,
+        n_layers=a.n_layers,
+        train_len=a.train_len,
+        batch=a.batch,
+        seeds=a.seeds,
     )
     path = save_results(results, a.out)
     print(

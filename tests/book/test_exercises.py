@@ -93,3 +93,16 @@ def test_a_printed_verdict_fits_the_code_column():
     text = str(Feedback(False, message))
     assert max(len(line) for line in text.splitlines()) <= WIDTH
     assert text.split() == ("Not yet: " + message).split()
+
+
+def test_check_reversal_cap_recognises_common_mistakes():
+    n, vocab, k = 64, 16, 3
+    # by hand: positions i < k pair a NONE target with a token (bound 1/2 each side), the
+    # others two different random tokens (bound (1 + 1/V)/2); the k mirrored positions too
+    edge, inner = 0.5, (1 + 1 / vocab) / 2
+    right = (2 * k * edge + (n - 2 * k) * inner) / n
+    assert exercises.check_reversal_cap(right, n, vocab, k=k)
+    for answer, hint in ((0.5, "leaves out the chance"), (inner, "near them"), (1 / 16, "guess")):
+        fb = exercises.check_reversal_cap(answer, n, vocab, k=k)
+        assert not fb and hint in fb.message, (answer, fb.message)
+    assert not exercises.check_reversal_cap(0.7, n, vocab, k=k)

@@ -98,7 +98,7 @@ def test_no_position_encoder_is_permutation_equivariant():
             assert not torch.allclose(m.eval()(x[:, perm]), m(x)[:, perm], atol=1e-4), scheme
 
 
-def test_symmetric_alibi_encoder_is_reversal_equivariant_and_rope_is_not():
+def test_symmetric_alibi_encoder_is_reversal_equivariant_and_causal_alibi_is_not():
     torch.manual_seed(0)
     x = torch.randint(16, (3, 12))
     alibi = ex.TinyTransformer(16, 32, 4, 2, scheme="alibi").eval()

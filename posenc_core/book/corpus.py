@@ -17,20 +17,20 @@ machine-generated data modules named by :func:`is_generated`: ``_mapping.py``, t
 ``*_builtins.py`` lists of builtin names and ``unistring.py`` (Unicode category tables). Those 32
 files are 1,146,805 bytes (a quarter of the package) of quoted names and escaped character ranges
 with almost no syntax; kept in, they would turn the study into memorising word lists. What remains
-is :data:`N_FILES` = 311 files, :data:`N_BYTES` bytes.
+is ``N_FILES`` = 311 files, ``N_BYTES`` bytes.
 
 **Split by file**, never by lines: file k of the sorted selection is held out when
 ``k % 10 == 9`` (every tenth file, 31 of them), the rest are for training. The split's bytes are
 the files' bytes concatenated in order, and each split is checked against a SHA-256 computed once
-from the pinned package (:data:`TRAIN_SHA256`, :data:`HELDOUT_SHA256`); another installed
+from the pinned package (``TRAIN_SHA256``, ``HELDOUT_SHA256``); another installed
 version raises a ``ValueError`` naming both versions.
 
 **Tokens**: bytes, vocabulary 256 (no byte map: byte value = token id). Pygments' source is
 almost all ASCII; the few UTF-8 multi-byte characters are simply several tokens.
 
 **The held-out excerpt.** Chapters must run where a reader has another Pygments (Colab): the first
-:data:`EXCERPT_BYTES` bytes of the held-out split are committed as :data:`EXCERPT_FILE` and
-checked by :data:`EXCERPT_SHA256`; every evaluation reads that file (:func:`heldout_excerpt`),
+``EXCERPT_BYTES`` bytes of the held-out split are committed as ``EXCERPT_FILE`` and
+checked by ``EXCERPT_SHA256``; every evaluation reads that file (:func:`heldout_excerpt`),
 never the installed package. Training (:func:`corpus_split`) needs the pinned package.
 
 Book layer: imports torch, numpy and the standard library (``pygments`` only to find its files).
@@ -65,7 +65,7 @@ PYGMENTS_VERSION = "2.21.0"
 """The Pygments release the corpus is pinned to (``requirements.txt``)."""
 
 VOCAB = 256
-"""Vocabulary size: one token per byte value."""
+"""The vocabulary size, one token per byte value."""
 
 HELDOUT_EVERY = 10
 """File k of the sorted selection is held out when ``k % HELDOUT_EVERY == HELDOUT_EVERY - 1``."""
@@ -87,7 +87,7 @@ EXCERPT_BYTES = 1 << 17
 L = 64)."""
 
 EXCERPT_SHA256 = "629fb637a153b1d5f700afe68d5425f5394fa5eff4a912b40306b75f8c15c5d0"
-"""SHA-256 of :data:`EXCERPT_FILE` (the first :data:`EXCERPT_BYTES` of the held-out split)."""
+"""SHA-256 of ``EXCERPT_FILE`` (the first ``EXCERPT_BYTES`` of the held-out split)."""
 
 LICENSE_SHA256 = "a9d66f1d526df02e29dce73436d34e56e8632f46c275bbdffc70569e882f9f17"
 """SHA-256 of :data:`LICENSE_FILE` (Pygments 2.21.0's LICENSE, BSD-2-Clause)."""
@@ -207,14 +207,14 @@ def heldout_excerpt(path: str | pathlib.Path | None = None) -> torch.Tensor:
     """The committed held-out excerpt as byte tokens, verified by SHA-256 (no Pygments needed).
 
     Args:
-        path: the file to read; None: :data:`EXCERPT_FILE`. Its SHA-256 must be
-            :data:`EXCERPT_SHA256` whatever the path.
+        path: the file to read; None: ``EXCERPT_FILE``. Its SHA-256 must be
+            ``EXCERPT_SHA256`` whatever the path.
 
     Returns:
         int64 tensor ``(EXCERPT_BYTES,)`` of byte values.
 
     Raises:
-        ValueError: the file's SHA-256 differs from :data:`EXCERPT_SHA256`.
+        ValueError: the file's SHA-256 differs from ``EXCERPT_SHA256``.
         FileNotFoundError: no such file.
     """
     if path is not None and not isinstance(path, (str, pathlib.Path)):

@@ -117,7 +117,7 @@ METHODS: dict[str, Callable[[LMStudyConfig, float], dict[str, Any]]] = {
     "yarn": _yarn,
     "llama3": _llama3,
 }
-"""Long-context methods: name -> the Hugging Face-style scaling dict for (config, factor s)."""
+"""The long-context methods, name -> the Hugging Face-style scaling dict for (config, factor s)."""
 
 CODE_MODULES = (
     "book.lm_study",
@@ -329,7 +329,8 @@ def _config(config: object) -> LMStudyConfig:
 
 
 def build_model(scheme: str, config: LMStudyConfig, seed: int) -> ByteLM:
-    """The untrained model of one run: :class:`ByteLM` with ``torch.manual_seed(seed)``."""
+    """The untrained model of one run: a :class:`~posenc_core.book.lm.ByteLM` built after
+    ``torch.manual_seed(seed)``."""
     c = _config(config)
     torch.manual_seed(seed)
     return ByteLM(
@@ -446,7 +447,8 @@ def per_position_loss(
     context at absolute position t.
 
     Args:
-        model: a :class:`ByteLM` (evaluated in ``torch.no_grad()``; its mode is left as is).
+        model: a :class:`~posenc_core.book.lm.ByteLM` (evaluated in ``torch.no_grad()``; its
+            mode is left as is).
         data: int64 ``(n,)`` bytes, e.g. :func:`~posenc_core.book.corpus.heldout_excerpt`.
         length: window length P (the study: 8L).
         batch: windows per forward pass.
@@ -811,7 +813,7 @@ def save_checkpoint(model: ByteLM, path: str | pathlib.Path) -> str:
     """Write a model's weights as safetensors; return the file's SHA-256.
 
     Args:
-        model: a :class:`ByteLM`.
+        model: a :class:`~posenc_core.book.lm.ByteLM`.
         path: the ``.safetensors`` file to write.
 
     Returns:
@@ -885,7 +887,8 @@ def load_lm(
             files are looked up in the folder of that file (of the committed one for a dict).
 
     Returns:
-        the :class:`ByteLM` in eval mode on the CPU, with plain RoPE (no scaling).
+        the :class:`~posenc_core.book.lm.ByteLM` in eval mode on the CPU, with plain RoPE (no
+        scaling).
 
     Raises:
         KeyError: no checkpoint for (scheme, seed); the message lists those there are.

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 
 def glue(name: str, value: Any, display: bool = False) -> None:
     """Store ``value`` under ``name`` for ``{glue}`` references in the chapter's text.
@@ -18,11 +20,14 @@ def glue(name: str, value: Any, display: bool = False) -> None:
 
     Args:
         name: the key used in the text.
-        value: a number, string or matplotlib figure.
+        value: a number (numpy scalars are glued as the Python number they hold, so
+            ``{glue:text}`name:.3f``` formats them), string or matplotlib figure.
         display: also show it in the cell output.
     """
     if not isinstance(name, str) or not name:
         raise TypeError(f"name must be a non-empty string, got {name!r}")
+    if isinstance(value, np.generic):  # np.float64(0.5) would be glued as its repr, unformattable
+        value = value.item()
     try:
         from myst_nb import glue as myst_glue
     except ImportError:

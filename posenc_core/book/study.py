@@ -88,7 +88,7 @@ TASKS = ("first", "lookback", "reverse", "swap")
 ``lookback``)."""
 
 CAUSAL_TASKS = ("first", "lookback")
-"""Tasks well posed in a causal decoder: their target at position i is a token at or before i.
+"""The tasks well posed in a causal decoder, whose target at position i is a token at or before i.
 (``reverse`` and ``swap`` ask for a later token, which a causal model never sees.)"""
 
 CODE_MODULES = (
@@ -289,8 +289,9 @@ def target_index(task: str, length: int, k: int = 3) -> list[int | None]:
         k: the look-back distance of ``"lookback"``.
 
     Returns:
-        a list of n entries: ``first`` 0; ``lookback`` i - k (None for i < k); ``reverse``
-        n - 1 - i; ``swap`` i XOR 1 (the last position of an odd length: itself).
+        list of n input positions, one per output position i (``first``, 0; ``lookback``,
+        i - k, or None for i < k; ``reverse``, n - 1 - i; ``swap``, i XOR 1, and the last
+        position of an odd length itself).
     """
     check.choice("task", task, TASKS)
     n, k = check.positive_int("length", length), check.positive_int("k", k)

@@ -59,6 +59,21 @@ def test_glue_falls_back_outside_a_book_build(monkeypatch, capsys):
     assert "2.5" in capsys.readouterr().out
 
 
+def test_glue_stores_numpy_scalars_as_python_numbers(monkeypatch):
+    # myst_nb glues a value's repr; np.float64(0.5) would reach the text as
+    # "np.float64(0.5)", which {glue:text}`name:.3f` cannot format
+    import myst_nb
+
+    stored = {}
+    monkeypatch.setattr(
+        myst_nb, "glue", lambda name, value, display=False: stored.update({name: value})
+    )
+    glue("f", np.float64(0.5))
+    glue("i", np.int64(3))
+    assert type(stored["f"]) is float and stored["f"] == 0.5
+    assert type(stored["i"]) is int and stored["i"] == 3
+
+
 def _line_data(fig):
     return [np.asarray(line.get_ydata(), dtype=float) for ax in fig.axes for line in ax.lines]
 

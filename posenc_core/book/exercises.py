@@ -7,6 +7,7 @@ when the answer is right.
 
 from __future__ import annotations
 
+import copy
 import math
 import textwrap
 from collections.abc import Callable
@@ -308,3 +309,246 @@ def check_reversal_cap(
         if math.isclose(a, value, rel_tol=1e-9) and not math.isclose(value, ref, rel_tol=1e-9):
             return Feedback(False, hint + f"; the cap is {ref:.4f}.")
     return Feedback(False, f"expected {ref:.6g}, got {a:.6g}.")
+
+
+# ----------------------------------------------------------------------------- chapter 8
+
+
+def _call(what: str, fn: Callable, *args: object) -> tuple[object, Feedback | None]:
+    """Run a reader's function; an exception becomes a Feedback that names it."""
+    if not callable(fn):
+        raise TypeError(f"{what} must be a function, got {type(fn).__name__}")
+    try:
+        return fn(*args), None
+    except Exception as err:  # the reader's code: report, do not crash the chapter
+        return None, Feedback(False, f"{what} raised {type(err).__name__}: {err}")
+
+
+def _logit_gap(a: torch.Tensor, b: torch.Tensor) -> tuple[float, float]:
+    """Largest |a - b| at position 0 and over the later positions."""
+    gap = (a - b).abs()
+    return float(gap[:, 0].max()), float(gap[:, 1:].max())
+
+
+def check_checkpoint_conversion(convert: Callable) -> Feedback:
+    """Chapter 8: convert an interleaved checkpoint to the book's half-split model.
+
+    ``convert(state, n_heads)`` gets the trained RoPE model's weights as
+    :func:`~posenc_core.book.debugging.interleaved_checkpoint` gives them (query and key rows,
+    weights and biases, in interleaved order) and must return the state dict the half-split
+    model loads. Each query, key and value block of every ``attn.qkv`` tensor is compared with
+    the trained model's, and a mismatch is named (not converted, converted the wrong way, the
+    values permuted); when all match, the logits on a 512-byte held-out window are compared.
+    """
+    from ..rope import permute_qk_weight
+    from .corpus import heldout_excerpt
+    from .debugging import interleaved_checkpoint, windows
+    from .lm_study import load_lm
+
+    model = load_lm("rope", 0)
+    expected = model.state_dict()
+    source = interleaved_checkpoint(model)
+    out, fail = _call("convert", convert, {k: v.clone() for k, v in source.items()}, 4)
+    if fail is not None:
+        return fail
+    if not isinstance(out, dict):
+        return Feedback(False, f"convert must return a dict of tensors, got {type(out).__name__}.")
+    missing, extra = sorted(set(expected) - set(out)), sorted(set(out) - set(expected))
+    if missing or extra:
+        return Feedback(False, f"the keys differ: missing {missing[:4]}, unexpected {extra[:4]}.")
+    problems = []
+    d, h = model.d_model, model.n_heads
+    for name, want in expected.items():
+        got = out[name]
+        if not isinstance(got, torch.Tensor) or got.shape != want.shape:
+            shape = tuple(got.shape) if isinstance(got, torch.Tensor) else type(got).__name__
+            problems.append(f"{name} has shape {shape}, expected {tuple(want.shape)}")
+            continue
+        if torch.equal(got, want):
+            continue
+        if not name.endswith(("attn.qkv.weight", "attn.qkv.bias")):
+            problems.append(f"{name} changed (only query and key rows need permuting)")
+            continue
+        for part, rows in (("query", slice(0, d)), ("key", slice(d, 2 * d)),
+                           ("value", slice(2 * d, 3 * d))):  # fmt: skip
+            g, w, src = got[rows], want[rows], source[name][rows]
+            if torch.equal(g, w):
+                continue
+            kind = "bias" if name.endswith("bias") else "weight"
+            if part == "value":
+                problems.append(f"{name}: the value rows were permuted; only queries and keys "
+                                "are rotated, so values keep their order")  # fmt: skip
+            elif torch.equal(g, src):
+                problems.append(f"{name}: the {part} {kind} rows are still in interleaved order")
+            elif torch.equal(g, permute_qk_weight(src, h, to="interleaved")):
+                problems.append(f"{name}: the {part} {kind} rows were permuted the wrong way "
+                                "(to='interleaved'; the target is half-split)")  # fmt: skip
+            else:
+                problems.append(f"{name}: the {part} {kind} rows differ from the trained model's")
+    if problems:
+        shown = "; ".join(problems[:3]) + (
+            f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
+        )
+        return Feedback(False, f"{len(problems)} problem(s): {shown}.")
+    m = copy.deepcopy(model)
+    m.load_state_dict(out)
+    tokens = windows(heldout_excerpt(), 512, max_windows=2)[:, :-1]
+    with torch.no_grad():
+        first, later = _logit_gap(m(tokens), model(tokens))
+    return Feedback(
+        True,
+        f"every tensor matches the trained model; logits on two 512-byte windows differ by at "
+        f"most {max(first, later):.1e}.",
+    )
+
+
+def _probe_position(rotated: torch.Tensor, raw: torch.Tensor, rope: object, n: int) -> str:
+    """Which position ``rotated`` was rotated at ("n", "n + 1", ..., "unrotated", "?")."""
+    if torch.allclose(rotated, raw, atol=1e-6):
+        return "unrotated"
+    for p in range(max(0, n - 3), n + 4):
+        q, _ = rope(raw, raw, p)  # type: ignore[operator]
+        if torch.allclose(rotated, q, atol=1e-5):
+            return "n" if p == n else f"n {'+' if p > n else '-'} {abs(p - n)}"
+    return "?"
+
+
+def check_decode_step(step: Callable) -> Feedback:
+    """Chapter 8: one decoding step with a KV cache (see
+    :data:`~posenc_core.book.debugging.Step`).
+
+    First a probe: a cache of n = 5 tokens, a new query, key and value; the checker finds at
+    which position the returned query and the appended key were rotated (they must be at n, the
+    cache's length before the append), whether the value was appended and whether the cached
+    tokens were left alone. Then the step decodes held-out text on the trained RoPE model
+    (prefill 32, 256 bytes) and its logits are compared with the full forward pass.
+    """
+    from ..rope import RotaryEmbedding
+    from .corpus import heldout_excerpt
+    from .debugging import cached_forward, windows
+    from .lm_study import load_lm
+
+    rope = RotaryEmbedding(16)
+    g = torch.Generator().manual_seed(0)
+    n = 5
+    keys, values = torch.randn(1, 2, n, 16, generator=g), torch.randn(1, 2, n, 16, generator=g)
+    keys, _ = rope(keys, keys)
+    q, k, v = (torch.randn(1, 2, 1, 16, generator=g) for _ in range(3))
+    cache = {"k": keys.clone(), "v": values.clone()}
+    q_out, fail = _call("step", step, rope, cache, q.clone(), k.clone(), v.clone())
+    if fail is not None:
+        return fail
+    problems = []
+    if not isinstance(q_out, torch.Tensor) or q_out.shape != q.shape:
+        return Feedback(False, f"step must return the rotated query of shape {tuple(q.shape)}.")
+    if cache["k"].shape[-2] != n + 1 or cache["v"].shape[-2] != n + 1:
+        return Feedback(
+            False,
+            f"the cache must grow by one token: it held {n} keys and values and now holds "
+            f"{cache['k'].shape[-2]} keys and {cache['v'].shape[-2]} values.",
+        )
+    if not (
+        torch.equal(cache["k"][..., :n, :], keys) and torch.equal(cache["v"][..., :n, :], values)
+    ):
+        problems.append("the tokens already in the cache were changed")
+    if not torch.equal(cache["v"][..., n:, :], v):
+        problems.append("the value appended is not the new token's value")
+    where_q = _probe_position(q_out, q, rope, n)
+    where_k = _probe_position(cache["k"][..., n:, :], k, rope, n)
+    for what, where in (("query", where_q), ("cached key", where_k)):
+        if where == "unrotated":
+            problems.append(f"the new {what} is not rotated")
+        elif where == "?":
+            problems.append(f"the new {what} is not the key rotated at any position near n")
+        elif where != "n":
+            problems.append(
+                f"the new {what} is rotated at position {where}, where n = {n} is the number of "
+                "tokens before it (positions 0 .. n-1 are taken)"
+            )
+    if problems:
+        return Feedback(False, "; ".join(problems) + ".")
+    model = load_lm("rope", 0)
+    tokens = windows(heldout_excerpt(), 256, max_windows=2)[:, :-1]
+    with torch.no_grad():
+        cached = cached_forward(model, tokens, prefill=32, step=step)
+        _, later = _logit_gap(cached, model(tokens))
+    if later > 1e-3:
+        return Feedback(False, f"the probe passed, but decoding differs from the full pass by "
+                               f"{later:.2e} in the logits.")  # fmt: skip
+    return Feedback(
+        True,
+        f"the new token is rotated at position n and cached rotated; decoding 224 bytes after a "
+        f"32-byte prompt matches the full pass to {later:.1e} in the logits.",
+    )
+
+
+_LOADER_CASES = (
+    ("the old key 'type' (transformers before 4.43)",
+     {"rope_scaling": {"type": "linear", "factor": 4.0}}, {"rope_type": "linear", "factor": 4.0}),
+    ("the key 'rope_type' (transformers 4.43 on)",
+     {"rope_scaling": {"rope_type": "yarn", "factor": 8.0,
+                       "original_max_position_embeddings": 64}},
+     {"rope_type": "yarn", "factor": 8.0, "original_max_position_embeddings": 64}),
+    ("Llama 3.1's 'llama3' type",
+     {"rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                       "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}},
+     {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+      "original_max_position_embeddings": 8192}),
+    ("transformers 5's 'rope_parameters'",
+     {"rope_parameters": {"rope_type": "dynamic", "rope_theta": 10000.0, "factor": 2.0,
+                          "original_max_position_embeddings": 64}},
+     {"rope_type": "dynamic", "factor": 2.0, "original_max_position_embeddings": 64}),
+    ("'rope_parameters' with the default type", {"rope_parameters": {"rope_type": "default",
+                                                                     "rope_theta": 10000.0}},
+     None),
+    ("no scaling at all", {"rope_theta": 10000.0}, None),
+    ("'rope_scaling': null", {"rope_scaling": None}, None),
+    ("an unknown type", {"rope_scaling": {"rope_type": "mystery", "factor": 2.0}}, ValueError),
+)  # fmt: skip
+
+
+def check_scaling_loader(load: Callable) -> Feedback:
+    """Chapter 8: read the RoPE scaling of a ``config.json`` dict.
+
+    ``load(config)`` must return a Hugging Face-style scaling dict (or None for plain RoPE) and
+    raise ``ValueError`` for a type it does not know, instead of running unscaled. Eight
+    configurations are tried: the old and new key names, Llama 3.1, transformers 5's
+    ``rope_parameters``, the default type, none, null and an unknown type; each answer is
+    parsed with :func:`~posenc_core.rope.parse_scaling` and compared with the configuration's.
+    """
+    from ..rope import parse_scaling
+
+    problems = []
+    for what, config, want in _LOADER_CASES:
+        if not callable(load):
+            raise TypeError(f"load must be a function, got {type(load).__name__}")
+        try:
+            got = load(copy.deepcopy(config))
+        except ValueError as err:
+            if want is not ValueError:
+                problems.append(f"{what}: raised ValueError ({err})")
+            continue
+        except Exception as err:  # the reader's code
+            problems.append(f"{what}: raised {type(err).__name__}: {err}")
+            continue
+        if want is ValueError:
+            problems.append(
+                f"{what}: returned {got!r} instead of raising ValueError, so the model would "
+                "run with a scaling it was not configured with"
+            )
+            continue
+        try:
+            parsed = parse_scaling(got)
+        except (TypeError, ValueError) as err:
+            problems.append(f"{what}: returned {got!r}, which is not a valid scaling ({err})")
+            continue
+        if parsed != parse_scaling(want):
+            told = "plain RoPE" if parsed.rope_type == "default" else f"{got!r}"
+            problems.append(f"{what}: got {told}, expected {want!r}")
+    if problems:
+        return Feedback(
+            False,
+            f"{len(problems)} of {len(_LOADER_CASES)} configurations: " + "; ".join(problems) + ".",
+        )
+    return Feedback(True, f"all {len(_LOADER_CASES)} configurations read as configured, and the "
+                          "unknown type is refused.")  # fmt: skip

@@ -24,7 +24,7 @@ The positional scheme, one entry of :data:`SCHEMES` (one small builder each, no 
   what the model does there is what an untrained row gives (reported, not hidden).
 * ``"rope"``: :class:`~posenc_core.rope.RotaryEmbedding` on queries and keys in every layer;
   its scaling can be switched at inference with :meth:`ByteLM.set_rope_scaling` (the weights
-  stay as trained).
+  stay as trained); ``rotary_dim`` rotates only the first dims of each head (partial rotary).
 * ``"alibi"``: the causal ALiBi bias ``-m_h (i - j)`` with the slopes of Press et al. 2022
   (:func:`~posenc_core.alibi.alibi_bias`), in every layer.
 * ``"t5"``: T5's causal bucketed relative bias (:class:`~posenc_core.t5_bias.T5RelativePositionBias`
@@ -188,10 +188,13 @@ class ByteLM(nn.Module):
             Hugging Face-style dict); only with ``scheme="rope"``.
         t5_num_buckets, t5_max_distance: T5's causal buckets (``"t5"`` only; the study: 32 and
             L, see :class:`~posenc_core.book.lm_study.LMStudyConfig`).
+        rotary_dim: RoPE rotates only the first ``rotary_dim`` dims of each head, with
+            frequencies over that width (partial rotary, as GPT-NeoX and Pythia); None: the whole
+            head. ``"rope"`` only.
 
     Raises:
         ValueError, TypeError: an unknown scheme, a size out of range, or ``rope_scaling`` with
-            a scheme other than ``"rope"``.
+            a scheme other than ``"rope"``, or ``rotary_dim`` with a scheme other than ``"rope"``.
     """
 
     def __init__(
@@ -206,6 +209,7 @@ class ByteLM(nn.Module):
         rope_scaling: RopeScaling | Mapping[str, Any] | None = None,
         t5_num_buckets: int = 32,
         t5_max_distance: int = 64,
+        rotary_dim: int | None = None,
     ) -> None:
         super().__init__()
         self.scheme = check.choice("scheme", scheme, tuple(SCHEMES))
@@ -226,11 +230,18 @@ class ByteLM(nn.Module):
                 f"rope_scaling applies to scheme 'rope' only, got scheme={scheme!r} with "
                 f"rope_scaling={rope_scaling!r}"
             )
+        if rotary_dim is not None and not variant.rope:
+            raise ValueError(
+                f"rotary_dim applies to scheme 'rope' only, got scheme={scheme!r} with "
+                f"rotary_dim={rotary_dim!r}"
+            )
         self.embed = nn.Embedding(VOCAB, d_model)
         self.pos = variant.embedding(self)
         self.bias = variant.bias(self)
         self.rope = (
-            RotaryEmbedding(d_model // n_heads, base=self.base, scaling=rope_scaling)
+            RotaryEmbedding(
+                d_model // n_heads, base=self.base, scaling=rope_scaling, rotary_dim=rotary_dim
+            )
             if variant.rope
             else None
         )
@@ -274,7 +285,9 @@ class ByteLM(nn.Module):
                 f"set_rope_scaling needs a model with scheme 'rope', this one is {self.scheme!r}"
             )
         parsed = parse_scaling(scaling, base=self.base)
-        RotaryEmbedding(self.rope.head_dim, base=self.base, scaling=parsed)  # refuse bad ones
+        RotaryEmbedding(
+            self.rope.head_dim, base=self.base, scaling=parsed, rotary_dim=self.rope.rotary_dim
+        )  # refuse bad ones
         self.rope.scaling = parsed
         self.rope._cos = self.rope._sin = None
 

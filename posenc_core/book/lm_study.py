@@ -20,6 +20,8 @@ pass over the 8L window, so dynamic NTK uses the base for length 8L at every pos
 Hugging Face computes it for one forward pass of that length. Then PI and YaRN are fine-tuned
 briefly at the length 4L with the factor 4 (:class:`LMStudyConfig`'s ``finetune_*``), and the
 per-position loss is measured after several step counts, to show how much the fine-tune matters.
+RoPE is also trained with partial rotary (``rotary_dims``: only the first r dims of each head
+rotated, with frequencies over r, as GPT-NeoX and Pythia do), for chapter 8's partial-rotary bugs.
 
 :func:`first_rise` gives a glanceable summary of a curve: the first position where the loss
 rises 10% above its in-range value (the mean over [L/2, L)).
@@ -72,6 +74,7 @@ __all__ = [
     "scheme_curves",
     "method_curves",
     "finetune_curves",
+    "partial_curves",
     "save_checkpoint",
     "load_lm",
     "code_hashes",
@@ -166,6 +169,9 @@ class LMStudyConfig:
         finetune_batch: windows per fine-tune step (default: the training batch / factor, so
             a step sees the same number of bytes as in training).
         finetune_lr: constant AdamW learning rate of the fine-tune.
+        rotary_dims: partial-rotary RoPE runs: for each r, RoPE rotating only the first r dims
+            of each head (even, 2 <= r < d_h), trained for every seed like the schemes (the
+            book: r = 8 of 16); empty: none. Needs the ``"rope"`` scheme.
         eval_batch: windows per evaluation forward pass.
         device: ``"cpu"`` (the book's numbers) or another torch device such as ``"cuda"``.
 
@@ -195,6 +201,7 @@ class LMStudyConfig:
     finetune_steps: tuple[int, ...] = (25, 50, 100, 200)
     finetune_batch: int | None = None
     finetune_lr: float = 1e-3
+    rotary_dims: tuple[int, ...] = (8,)
     eval_batch: int = 32
     device: str = "cpu"
 
@@ -250,6 +257,19 @@ class LMStudyConfig:
             raise ValueError(
                 f"n_heads={self.n_heads} must divide d_model={self.d_model} into even head widths"
             )
+        head_dim = self.d_model // self.n_heads
+        dims = tuple(check.even_int("rotary_dim", r) for r in _listed(self, "rotary_dims"))
+        for r in dims:
+            if not 2 <= r < head_dim:
+                raise ValueError(
+                    f"rotary_dims entries must be even with 2 <= r < head_dim={head_dim} (a "
+                    f"partial rotation), got {r}"
+                )
+        if len(set(dims)) != len(dims):
+            raise ValueError(f"rotary_dims must not repeat an entry, got {dims}")
+        if dims and "rope" not in self.schemes:
+            raise ValueError("rotary_dims need the 'rope' scheme among schemes")
+        put("rotary_dims", dims)
         if not isinstance(self.device, str) or not self.device:
             raise TypeError(f"device must be a device name such as 'cpu', got {self.device!r}")
         if self.eval_len + 1 > corpus.EXCERPT_BYTES:
@@ -317,7 +337,7 @@ def _listed(c: LMStudyConfig, name: str) -> tuple:
     value = getattr(c, name)
     if isinstance(value, (str, int)) or not isinstance(value, Sequence):
         raise TypeError(f"{name} must be a list, got {value!r}")
-    if not value and name not in ("finetune_methods",):
+    if not value and name not in ("finetune_methods", "rotary_dims"):
         raise ValueError(f"{name} must not be empty")
     return tuple(value)
 
@@ -328,9 +348,11 @@ def _config(config: object) -> LMStudyConfig:
     return config
 
 
-def build_model(scheme: str, config: LMStudyConfig, seed: int) -> ByteLM:
+def build_model(
+    scheme: str, config: LMStudyConfig, seed: int, *, rotary_dim: int | None = None
+) -> ByteLM:
     """The untrained model of one run: a :class:`~posenc_core.book.lm.ByteLM` built after
-    ``torch.manual_seed(seed)``."""
+    ``torch.manual_seed(seed)`` (``rotary_dim``: partial rotary, ``"rope"`` only)."""
     c = _config(config)
     torch.manual_seed(seed)
     return ByteLM(
@@ -342,6 +364,7 @@ def build_model(scheme: str, config: LMStudyConfig, seed: int) -> ByteLM:
         base=c.base,
         t5_num_buckets=c.t5_num_buckets,
         t5_max_distance=c.t5_distance,
+        rotary_dim=rotary_dim,
     )
 
 
@@ -396,7 +419,12 @@ def _train(
 
 
 def train_lm(
-    scheme: str, config: LMStudyConfig, seed: int, *, train_data: torch.Tensor | None = None
+    scheme: str,
+    config: LMStudyConfig,
+    seed: int,
+    *,
+    train_data: torch.Tensor | None = None,
+    rotary_dim: int | None = None,
 ) -> tuple[ByteLM, list[list[float]]]:
     """Train one scheme at length L for one seed.
 
@@ -406,6 +434,7 @@ def train_lm(
         seed: the run's seed (initialisation; the training windows use ``seed + 1000``).
         train_data: int64 ``(n,)`` bytes to train on; None: the verified training split
             (:func:`~posenc_core.book.corpus.corpus_split`).
+        rotary_dim: partial rotary (``"rope"`` only; None: the whole head).
 
     Returns:
         ``(model, curve)``: the trained model (eval mode, on ``config.device``) and the training
@@ -415,7 +444,7 @@ def train_lm(
     check.choice("scheme", scheme, tuple(SCHEMES))
     seed = check.non_negative_int("seed", seed)
     data = corpus.corpus_split("train") if train_data is None else train_data
-    model = build_model(scheme, c, seed).to(c.device)
+    model = build_model(scheme, c, seed, rotary_dim=rotary_dim).to(c.device)
     g = torch.Generator().manual_seed(seed + 1000)
     losses = _train(model, data, c.steps, c.batch, c.train_len, lambda s: _lr_at(s, c), g, c.device)
     return model, _blocks(losses, c.log_every)
@@ -623,6 +652,11 @@ def _plan(c: LMStudyConfig) -> list[tuple[str, float]]:
         for s in c.schemes
         for seed in c.seeds
     ]
+    jobs += [
+        (f"train rope r={r} seed {seed}", c.steps * c.batch * c.train_len + ev)
+        for r in c.rotary_dims
+        for seed in c.seeds
+    ]
     if "rope" in c.schemes:
         jobs += [(f"scaling seed {seed}", ev * len(c.methods) * len(c.factors)) for seed in c.seeds]
         ft = c.finetune_steps[-1] * c.ft_batch * c.finetune_factor * c.train_len
@@ -666,6 +700,20 @@ def _run(c, out, on_progress, train_data, eval_data) -> dict[str, Any]:
             }
             models[scheme, seed] = model
             finished()
+    partial = {}
+    for r in c.rotary_dims:
+        for seed in c.seeds:
+            t0 = time.perf_counter()
+            model, curve = train_lm("rope", c, seed, train_data=train, rotary_dim=r)
+            partial[_key(r, seed)] = {
+                "rotary_dim": r,
+                "seed": seed,
+                "curve": curve,
+                "loss": evaluate(model),
+                "seconds": time.perf_counter() - t0,
+            }
+            models[f"rope-r{r}", seed] = model
+            finished()
     scaling, finetune = {}, {}
     if "rope" in c.schemes:
         for seed in c.seeds:
@@ -695,6 +743,7 @@ def _run(c, out, on_progress, train_data, eval_data) -> dict[str, Any]:
         "seeds": list(c.seeds),
         "corpus": corpus.corpus_summary(),
         "runs": runs,
+        "partial": partial,
         "scaling": scaling,
         "finetune": finetune,
         "seconds": time.perf_counter() - start,
@@ -750,6 +799,16 @@ def scheme_curves(results: Mapping[str, Any], scheme: str) -> np.ndarray:
     """
     runs = [r for r in results["runs"].values() if r["scheme"] == scheme]
     return _stack(runs, f"run of scheme {scheme!r}")
+
+
+def partial_curves(results: Mapping[str, Any], rotary_dim: int) -> np.ndarray:
+    """Per-position loss of the partial-rotary RoPE runs rotating ``rotary_dim`` dims per head.
+
+    Returns:
+        ``(S, P)`` float64 array (one row per seed).
+    """
+    runs = [r for r in results.get("partial", {}).values() if r["rotary_dim"] == rotary_dim]
+    return _stack(runs, f"partial-rotary run with rotary_dim={rotary_dim}")
 
 
 def method_curves(results: Mapping[str, Any], method: str, factor: int) -> np.ndarray:
@@ -830,6 +889,9 @@ def save_checkpoint(model: ByteLM, path: str | pathlib.Path) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+_CURVES = ("runs", "partial", "scaling", "finetune")
+
+
 def _save(results, models, c, out: pathlib.Path) -> dict[str, Any]:
     out.parent.mkdir(parents=True, exist_ok=True)
     checkpoints = {}
@@ -838,9 +900,14 @@ def _save(results, models, c, out: pathlib.Path) -> dict[str, Any]:
             name = f"lm_{scheme}_seed{seed}.safetensors"
             sha = save_checkpoint(models[scheme, seed], out.parent / name)
             checkpoints[_key(scheme, seed)] = {"file": name, "sha256": sha}
+    for r in c.rotary_dims:
+        for seed in c.seeds:
+            name = f"lm_rope_r{r}_seed{seed}.safetensors"
+            sha = save_checkpoint(models[f"rope-r{r}", seed], out.parent / name)
+            checkpoints[_key(f"rope-r{r}", seed)] = {"file": name, "sha256": sha}
     saved = {
         "code_hashes": code_hashes(),
-        **{k: v for k, v in results.items() if k not in ("runs", "scaling", "finetune")},
+        **{k: v for k, v in results.items() if k not in _CURVES},
         "versions": {
             "torch": torch.__version__,
             "numpy": np.__version__,
@@ -848,7 +915,7 @@ def _save(results, models, c, out: pathlib.Path) -> dict[str, Any]:
             "pygments": corpus._installed_version(),
         },
         "checkpoints": checkpoints,
-        **{k: _round(results[k]) for k in ("runs", "scaling", "finetune")},
+        **{k: _round(results[k]) for k in _CURVES},
     }
     saved["seconds"], saved["cpu_seconds"] = (
         round(results["seconds"], 1),
@@ -876,13 +943,19 @@ def is_stale(results: Mapping[str, Any]) -> list[str]:
 
 
 def load_lm(
-    scheme: str, seed: int = 0, *, results: str | pathlib.Path | Mapping[str, Any] | None = None
+    scheme: str,
+    seed: int = 0,
+    *,
+    rotary_dim: int | None = None,
+    results: str | pathlib.Path | Mapping[str, Any] | None = None,
 ) -> ByteLM:
     """A trained model of the study, for a chapter: SHA-256 checked before it is read.
 
     Args:
         scheme: a scheme with a checkpoint (every RoPE seed; the first seed of the others).
         seed: the run's seed.
+        rotary_dim: a partial-rotary RoPE run (every seed has a checkpoint); None: the
+            scheme's run.
         results: the results file (path or loaded dict); None: the committed one. Checkpoint
             files are looked up in the folder of that file (of the committed one for a dict).
 
@@ -899,10 +972,11 @@ def load_lm(
     path = RESULTS_FILE if results is None or isinstance(results, Mapping) else results
     path = pathlib.Path(path)
     res = results if isinstance(results, Mapping) else load_results(path)
-    key = _key(scheme, seed)
+    key = _key(scheme if rotary_dim is None else f"{scheme}-r{rotary_dim}", seed)
     if key not in res.get("checkpoints", {}):
         raise KeyError(
-            f"no checkpoint for scheme={scheme!r}, seed={seed!r}; there are: "
+            f"no checkpoint for scheme={scheme!r}, seed={seed!r}, rotary_dim={rotary_dim!r} "
+            "(keys scheme/seed, scheme-r<rotary_dim>/seed); there are: "
             f"{', '.join(sorted(res.get('checkpoints', {}))) or 'none'}"
         )
     entry = res["checkpoints"][key]
@@ -915,7 +989,7 @@ def load_lm(
             f"{entry['sha256']}; the checkpoint was changed or belongs to another run"
         )
     c = LMStudyConfig.from_dict(res["config"])
-    model = build_model(scheme, c, 0)
+    model = build_model(scheme, c, 0, rotary_dim=rotary_dim)
     model.load_state_dict(load(data))
     return model.eval()
 

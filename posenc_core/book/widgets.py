@@ -984,6 +984,7 @@ def position_loss_explorer(
     train_len: int,
     controls: Sequence[str] = ("scheme",),
     reference: tuple[str, Any] | None = None,
+    references: Mapping[Any, tuple[str, Any]] | None = None,
     default: Any = None,
     bucket: int = 8,
     ylim: tuple[float, float] | None = None,
@@ -1029,6 +1030,10 @@ def position_loss_explorer(
         controls: 1 to 3 descriptions of the controls, e.g. ``("method", "factor",
             "fine-tune steps")``.
         reference: optional ``(label, (S, P) curves)`` drawn in every frame, black dashed.
+        references: optional key of ``curves`` -> ``(label, (S, P) curves)``: a reference of
+            its own for that curve (e.g. the same batch handled correctly, for each bug of
+            chapter 8), drawn instead of ``reference``; the frame label then also gives the
+            reference's means and the difference.
         default: the key shown first (None: the first key of ``curves``).
         bucket: positions per bucket (see :func:`~posenc_core.book.viz.seed_band`).
         ylim: y limits (default: the range of every curve's band, with a margin).
@@ -1087,6 +1092,18 @@ def position_loss_explorer(
             raise ValueError(f"reference must be a (label, curves) pair, got {reference!r}")
         ref = (str(reference[0]), as_curve("reference curves", reference[1]))
         lengths.add(ref[1].shape[1])
+    own_refs: dict[tuple, tuple[str, np.ndarray]] = {}
+    if references is not None:
+        if not isinstance(references, Mapping):
+            raise ValueError(f"references must map keys of curves to (label, curves) pairs, "
+                             f"got {references!r}")  # fmt: skip
+        for k, pair in references.items():
+            if as_key(k) not in table:
+                raise ValueError(f"references key {k!r} is not a key of curves")
+            if not isinstance(pair, tuple) or len(pair) != 2:
+                raise ValueError(f"references[{k!r}] must be a (label, curves) pair, got {pair!r}")
+            own_refs[as_key(k)] = (str(pair[0]), as_curve(f"references[{k!r}]", pair[1]))
+            lengths.add(own_refs[as_key(k)][1].shape[1])
     if len(lengths) != 1:
         raise ValueError(
             f"every curve must have the same number of positions, got {sorted(lengths)}"
@@ -1125,9 +1142,11 @@ def position_loss_explorer(
 
     bands = {k: viz.seed_band(a, bucket=bucket) for k, a in table.items()}
     ref_band = None if ref is None else viz.seed_band(ref[1], bucket=bucket)
+    ref_bands = {k: (lab, viz.seed_band(a, bucket=bucket)) for k, (lab, a) in own_refs.items()}
+    all_refs = [b for _, b in ref_bands.values()] + ([ref_band] if ref else [])
     if ylim is None:
-        lows = [b[2].min() for b in bands.values()] + ([ref_band[2].min()] if ref else [])
-        highs = [b[3].max() for b in bands.values()] + ([ref_band[3].max()] if ref else [])
+        lows = [b[2].min() for b in bands.values()] + [b[2].min() for b in all_refs]
+        highs = [b[3].max() for b in bands.values()] + [b[3].max() for b in all_refs]
         lo, hi = float(min(lows)), float(max(highs))
         ylim = (lo - 0.05 * (hi - lo), hi + 0.05 * (hi - lo))
     params = [
@@ -1151,16 +1170,22 @@ def position_loss_explorer(
             "beyond": a[:, L:].mean(1),
         }
 
+    def reference_of(key: tuple) -> tuple[str, Any] | None:
+        if key in ref_bands:
+            return ref_bands[key]
+        return None if ref is None else (ref[0], ref_band)
+
     def draw(data: Data, v: dict, fig: Any) -> Any:
+        r = reference_of(data["shown"])
         return explorer_figures.position_band_figure(
             data["x"],
             data["mean"],
             data["low"],
             data["high"],
             train_len=L,
-            reference=ref_band,
+            reference=None if r is None else r[1],
             label="selected (mean over seeds)",
-            reference_label=ref[0] if ref else "reference",
+            reference_label="reference" if r is None else r[0],
             n_seeds=n_seeds,
             ylim=ylim,
             ylabel=ylabel,
@@ -1173,6 +1198,13 @@ def position_loss_explorer(
             f"mean over [{L // 2}, {L}): {data['in_range'].mean():.3f} · over [{L}, {P}): "
             f"{data['beyond'].mean():.3f}"
         )
+        if data["shown"] in own_refs:
+            label, a = own_refs[data["shown"]]
+            text += (
+                f" · {label}: {a[:, L // 2 : L].mean():.3f} and {a[:, L:].mean():.3f} "
+                f"(difference {data['in_range'].mean() - a[:, L // 2 : L].mean():+.3f} and "
+                f"{data['beyond'].mean() - a[:, L:].mean():+.3f})"
+            )
         wanted = tuple(v[nm] for nm in names)
         if match(wanted) is None:
             text += f" · no curve for this combination; shown: {describe(data['shown'])}"
@@ -1182,10 +1214,11 @@ def position_loss_explorer(
         return text
 
     def alt(v: dict, data: Data) -> str:
+        r = reference_of(data["shown"])
         return (
             f"Line plot of {ylabel} against position 0 to {P}, the training length {L} shaded: "
             f"{describe(data['shown'])}, mean over seeds with a min-max band"
-            + (f", beside {ref[0]} dashed in black" if ref else "")
+            + (f", beside {r[0]} dashed in black" if r else "")
         )
 
     return Explorer(

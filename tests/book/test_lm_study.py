@@ -160,3 +160,33 @@ def test_config_refuses_bad_values():
         st.LMStudyConfig.from_dict({"stepz": 3})
     with pytest.raises(TypeError, match="LMStudyConfig"):
         st.train_lm("rope", {"steps": 3}, 0)
+
+
+def test_partial_rotary_runs_are_trained_saved_and_loadable(tiny):
+    res, out = tiny
+    assert set(res["partial"]) == {"8/0"}
+    curves = st.partial_curves(res, 8)
+    assert curves.shape == (1, 8 * 16)
+    m = st.load_lm("rope", 0, rotary_dim=8, results=out)
+    assert m.rope.rotary_dim == 8
+    np.testing.assert_allclose(
+        st.per_position_loss(m, corpus.heldout_excerpt()[:16384], 8 * 16), curves[0], atol=1e-3
+    )
+    with pytest.raises(KeyError, match="rotary_dim=4"):
+        st.partial_curves(res, 4)
+
+
+@pytest.mark.parametrize(
+    "dims, pattern",
+    [((16,), "2 <= r < head_dim=16"), ((7,), "even"), ((8, 8), "repeat"), ((0,), "positive")],
+)
+def test_rotary_dims_are_checked(dims, pattern):
+    with pytest.raises(ValueError, match=pattern):
+        st.LMStudyConfig(rotary_dims=dims)
+
+
+def test_committed_partial_rotary_checkpoints_load():
+    m = st.load_lm("rope", 1, rotary_dim=8)
+    assert m.rope.rotary_dim == 8 and m.rope.head_dim == 16
+    with pytest.raises(KeyError, match="rope-r8/0"):
+        st.load_lm("rope", 0, rotary_dim=4)

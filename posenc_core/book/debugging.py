@@ -1,0 +1,815 @@
+"""Positional-encoding bugs that ship, reproduced on the book's trained models (chapter 8).
+
+The instruments:
+
+* :func:`forward`: :class:`~posenc_core.book.lm.ByteLM`'s forward pass written out with every
+  positional input exposed: the positions (per row), an extra additive attention bias (padding
+  or document masks), the rotation applied to queries and keys, and a factor on the scores.
+  With none of them changed it equals ``model(tokens)`` bit for bit.
+* :func:`cached_forward`: teacher-forced decoding with a KV cache, one token at a time after a
+  prefill, with the decoding step (rotate the new token, append to the cache) replaceable by
+  :data:`Step` functions such as :func:`correct_step`. Without a bug it equals the full forward
+  pass to float rounding.
+* :func:`position_loss`: held-out loss at every position of windows of the committed excerpt,
+  for any function from tokens to logits.
+
+Each bug of :data:`BUGS` is a :class:`Bug`: the broken computation and its correct
+counterpart, both functions ``(model, tokens) -> logits`` for the same input (for left padding
+and packing the counterpart is the same batch handled correctly, not the plain model), the
+public reports that describe it, and which trained model it runs on. :func:`bug_curves` measures
+both on every seed. The broken code lives here, in the book layer, so chapter 8 can run it; the
+core never carries these bugs (``tests/book/test_debugging.py`` checks each one differs from,
+or, where the chapter says RoPE hides it, agrees with, the correct path).
+
+The converters and loaders of chapter 8's exercises (:func:`interleaved_checkpoint`, the
+broken versions the reader fixes) are here too; their checkers are in
+:mod:`posenc_core.book.exercises`.
+
+Book layer: imports the core, torch and numpy. Shapes: b = batch, s = sequence, h = heads,
+d = d_model, d_h = head_dim, r = rotary width, V = 256.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from .. import _validation as check
+from ..attention import attention
+from ..positions import (
+    document_ids_from_lengths,
+    packed_causal_mask,
+    packed_positions,
+    positions_from_attention_mask,
+)
+from ..rope import RotaryEmbedding, apply_rope, parse_scaling, permute_qk_weight
+from .lm import ByteLM
+
+__all__ = [
+    "Rotate",
+    "Step",
+    "forward",
+    "cached_forward",
+    "correct_step",
+    "off_by_one_step",
+    "position_loss",
+    "windows",
+    "Bug",
+    "BUGS",
+    "bug_curves",
+    "interleaved_checkpoint",
+    "convert_checkpoint_broken",
+    "decode_step_broken",
+    "rope_scaling_from_config_broken",
+    "bf16_angle_tables",
+    "StickyDynamicNTK",
+]
+
+Rotate = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
+"""``rotate(q, k, positions) -> (q, k)``: q, k ``(b, h, s, d_h)``, positions ``(s,)`` or
+``(b, s)``; how a layer rotates its queries and keys."""
+
+Step = Callable[[RotaryEmbedding, dict, torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
+"""``step(rope, cache, q, k, v) -> q_rotated``: one decoding step of one layer. ``cache`` is
+``{"k": (b, h, n, d_h) rotated keys, "v": (b, h, n, d_h) values}`` for the n tokens before this
+one (positions 0 .. n-1); q, k, v are the new token's ``(b, h, 1, d_h)``. The step rotates the
+new query and key, appends the key and the value to the cache (in place, in the dict) and
+returns the rotated query."""
+
+
+def _check_model(model: object) -> ByteLM:
+    if not isinstance(model, ByteLM):
+        raise TypeError(f"model must be a ByteLM, got {type(model).__name__}")
+    return model
+
+
+def _check_tokens(tokens: object) -> torch.Tensor:
+    check.tensor("tokens", tokens, min_dim=2)
+    assert isinstance(tokens, torch.Tensor)
+    if tokens.dim() != 2 or tokens.dtype != torch.long:
+        raise ValueError(
+            f"tokens must be an int64 tensor of shape (b, s), got dtype {tokens.dtype} and "
+            f"shape {tuple(tokens.shape)}"
+        )
+    return tokens
+
+
+def _positions(positions: object, b: int, s: int) -> torch.Tensor | None:
+    if positions is None:
+        return None
+    check.tensor("positions", positions, min_dim=1)
+    assert isinstance(positions, torch.Tensor)
+    if positions.is_floating_point() or positions.dtype == torch.bool:
+        raise TypeError(f"positions must hold integers, got dtype {positions.dtype}")
+    if positions.shape not in ((s,), (b, s), (1, s)):
+        raise ValueError(
+            f"positions must have shape (s,) or (b, s) = ({b}, {s}), got {tuple(positions.shape)}"
+        )
+    if positions.numel() and positions.min() < 0:
+        raise ValueError(f"positions must be >= 0, got a minimum of {int(positions.min())}")
+    return positions
+
+
+def _qkv(block: Any, x: torch.Tensor, n_heads: int) -> tuple[torch.Tensor, ...]:
+    """The block's queries, keys and values for input x ``(b, s, d)``, each ``(b, h, s, d_h)``."""
+    b, s, d = x.shape
+    q, k, v = block.attn.qkv(block.ln1(x)).view(b, s, 3, n_heads, d // n_heads).unbind(2)
+    return tuple(t.transpose(1, 2) for t in (q, k, v))
+
+
+def _finish(block: Any, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """The rest of a block after attention: output projection, residual, MLP."""
+    b, _, s, _ = y.shape
+    x = x + block.attn.proj(y.transpose(1, 2).reshape(b, s, -1))
+    return x + block.out(F.gelu(block.fc(block.ln2(x))))
+
+
+def _embed(model: ByteLM, tokens: torch.Tensor, positions: torch.Tensor | None) -> torch.Tensor:
+    x = model.embed(tokens) * model.embed_scale  # (b, s, d)
+    if model.pos is None:
+        return x
+    if positions is None:
+        return model.pos(x)  # rows 0 .. s-1
+    if model.scheme != "learned":
+        raise ValueError(
+            f"positions can be given for schemes 'rope', 'learned' and 'none', not {model.scheme!r}"
+        )
+    if positions.max() >= model.pos.max_len:
+        raise ValueError(
+            f"positions reach {int(positions.max())}, but the learned table has "
+            f"{model.pos.max_len} rows (0 .. {model.pos.max_len - 1})"
+        )
+    return x + model.pos.weight[positions]  # (b, s, d)
+
+
+def forward(
+    model: ByteLM,
+    tokens: torch.Tensor,
+    *,
+    positions: torch.Tensor | None = None,
+    bias: torch.Tensor | None = None,
+    rotate: Rotate | None = None,
+    score_scale: float = 1.0,
+) -> torch.Tensor:
+    """ByteLM's forward pass with its positional inputs exposed.
+
+    Args:
+        model: a trained :class:`~posenc_core.book.lm.ByteLM`.
+        tokens: int64 ``(b, s)`` bytes.
+        positions: integer ``(s,)`` or ``(b, s)``: the position of every token (RoPE's angles,
+            the learned table's rows); None: 0 .. s-1. Only for schemes ``"rope"``,
+            ``"learned"`` and ``"none"`` (which ignores them).
+        bias: extra additive attention bias broadcasting to ``(b, h, s, s)`` (``-inf`` hides a
+            key), added to the causal mask and to the model's own bias (ALiBi, T5).
+        rotate: replaces the model's rotation of queries and keys (see :data:`Rotate`); None:
+            ``model.rope(q, k, positions)``.
+        score_scale: multiplies every attention score q.k / sqrt(d_h) (1: unchanged).
+
+    Returns:
+        logits ``(b, s, 256)``; equal to ``model(tokens)`` when no option is given.
+    """
+    model = _check_model(model)
+    tokens = _check_tokens(tokens)
+    b, s = tokens.shape
+    positions = _positions(positions, b, s)
+    if rotate is not None and not callable(rotate):
+        raise TypeError(f"rotate must be callable or None, got {rotate!r}")
+    if (rotate is not None) and model.rope is None:
+        raise ValueError(f"rotate needs a RoPE model, this one is {model.scheme!r}")
+    score_scale = check.real_number("score_scale", score_scale)
+    own = None if model.bias is None else model.bias(s, tokens.device)  # (h, s, s)
+    if bias is not None:
+        check.tensor("bias", bias, min_dim=2, floating=True)
+        own = bias if own is None else own + bias
+    x = _embed(model, tokens, positions)
+    for block in model.blocks:
+        q, k, v = _qkv(block, x, model.n_heads)
+        if model.rope is not None:
+            if rotate is not None:
+                q, k = rotate(q, k, torch.arange(s) if positions is None else positions)
+            else:
+                q, k = model.rope(q, k, positions)
+        if score_scale != 1.0:
+            q = q * score_scale
+        x = _finish(block, x, attention(q, k, v, causal=True, bias=own))
+    return model.ln_f(x) @ model.embed.weight.T  # (b, s, V)
+
+
+# ----------------------------------------------------------------------------- KV cache
+
+
+def correct_step(rope: RotaryEmbedding, cache: dict, q: torch.Tensor, k: torch.Tensor,
+                 v: torch.Tensor) -> torch.Tensor:  # fmt: skip
+    """The decoding step done right: the new token is at position n, the cache's length
+    before it is appended (see :data:`Step`)."""
+    n = cache["k"].shape[-2]
+    q, k = rope(q, k, n)
+    cache["k"] = torch.cat([cache["k"], k], dim=-2)
+    cache["v"] = torch.cat([cache["v"], v], dim=-2)
+    return q
+
+
+def off_by_one_step(rope: RotaryEmbedding, cache: dict, q: torch.Tensor, k: torch.Tensor,
+                    v: torch.Tensor) -> torch.Tensor:  # fmt: skip
+    """The bug of onnxruntime-genai PR 2354: the length is read after the new token was
+    counted, so the new token is rotated at n + 1 (and keeps that position in the cache)."""
+    cache["v"] = torch.cat([cache["v"], v], dim=-2)
+    n = cache["v"].shape[-2]  # already counts the new token
+    q, k = rope(q, k, n)
+    cache["k"] = torch.cat([cache["k"], k], dim=-2)
+    return q
+
+
+def cached_forward(
+    model: ByteLM, tokens: torch.Tensor, *, prefill: int = 1, step: Step | None = None
+) -> torch.Tensor:
+    """Logits of teacher-forced decoding with a KV cache.
+
+    The first ``prefill`` tokens go through one full pass (their rotated keys and values are
+    cached, as a model's prefill does); every later token is then fed alone, and each layer
+    runs ``step`` on the cache before its query attends to every cached key.
+
+    Args:
+        model: a RoPE :class:`~posenc_core.book.lm.ByteLM`.
+        tokens: int64 ``(b, s)``.
+        prefill: tokens in the prefill, 1 <= prefill <= s.
+        step: the decoding step (:data:`Step`); None: :func:`correct_step`.
+
+    Returns:
+        logits ``(b, s, 256)``; without a bug, equal to :func:`forward` to float rounding.
+    """
+    model = _check_model(model)
+    tokens = _check_tokens(tokens)
+    if model.rope is None:
+        raise ValueError(f"cached_forward needs a RoPE model, this one is {model.scheme!r}")
+    b, s = tokens.shape
+    prefill = check.int_in_range("prefill", prefill, 1, s)
+    step = correct_step if step is None else step
+    if not callable(step):
+        raise TypeError(f"step must be callable, got {step!r}")
+    caches: list[dict] = []
+    x = _embed(model, tokens[:, :prefill], None)
+    for block in model.blocks:
+        q, k, v = _qkv(block, x, model.n_heads)
+        q, k = model.rope(q, k)
+        caches.append({"k": k, "v": v})
+        x = _finish(block, x, attention(q, k, v, causal=True))
+    out = [model.ln_f(x) @ model.embed.weight.T]
+    for t in range(prefill, s):
+        x = _embed(model, tokens[:, t : t + 1], None)
+        for block, cache in zip(model.blocks, caches):
+            q, k, v = _qkv(block, x, model.n_heads)
+            n = cache["k"].shape[-2]
+            q = step(model.rope, cache, q, k, v)
+            if cache["k"].shape[-2] != n + 1 or cache["v"].shape[-2] != n + 1:
+                raise ValueError(
+                    f"step must append exactly one key and one value to the cache of {n}; "
+                    f"after it the cache holds {cache['k'].shape[-2]} keys and "
+                    f"{cache['v'].shape[-2]} values"
+                )
+            x = _finish(block, x, attention(q, cache["k"], cache["v"]))
+        out.append(model.ln_f(x) @ model.embed.weight.T)
+    return torch.cat(out, dim=1)  # (b, s, V)
+
+
+# ----------------------------------------------------------------------------- measuring
+
+
+def windows(data: torch.Tensor, length: int, *, max_windows: int | None = None) -> torch.Tensor:
+    """Consecutive non-overlapping windows of ``length + 1`` bytes of ``data``, as
+    :func:`~posenc_core.book.lm_study.per_position_loss` cuts them: ``(n, length + 1)``."""
+    check.tensor("data", data, min_dim=1)
+    length = check.positive_int("length", length)
+    n = (len(data) - 1) // length
+    if max_windows is not None:
+        n = min(n, check.positive_int("max_windows", max_windows))
+    if n < 1:
+        raise ValueError(f"data of {len(data)} bytes holds no window of {length + 1} bytes")
+    return data[(torch.arange(n) * length)[:, None] + torch.arange(length + 1)]
+
+
+def position_loss(
+    logits_of: Callable[[torch.Tensor], torch.Tensor],
+    data: torch.Tensor,
+    length: int,
+    *,
+    batch: int = 64,
+    max_windows: int | None = None,
+) -> np.ndarray:
+    """Mean next-byte cross-entropy at every position, for any function tokens -> logits.
+
+    The windows are those of :func:`~posenc_core.book.lm_study.per_position_loss` (which this
+    equals for ``logits_of = model``).
+
+    Args:
+        logits_of: ``(b, s)`` int64 tokens -> ``(b, s, 256)`` logits (called under
+            ``torch.no_grad()``).
+        data: int64 ``(n,)`` bytes.
+        length: window length P.
+        batch: windows per call.
+        max_windows: use only the first ones (None: every whole window).
+
+    Returns:
+        float64 ``(P,)``, nats.
+    """
+    if not callable(logits_of):
+        raise TypeError(f"logits_of must be callable, got {logits_of!r}")
+    w = windows(data, length, max_windows=max_windows)
+    batch = check.positive_int("batch", batch)
+    total = torch.zeros(length, dtype=torch.float64)
+    with torch.no_grad():
+        for i in range(0, len(w), batch):
+            chunk = w[i : i + batch]
+            logits = logits_of(chunk[:, :-1])
+            if logits.shape != (*chunk[:, :-1].shape, 256):
+                raise ValueError(
+                    f"logits_of must return (b, s, 256), got {tuple(logits.shape)} for tokens "
+                    f"of shape {tuple(chunk[:, :-1].shape)}"
+                )
+            nll = F.cross_entropy(logits.transpose(1, 2), chunk[:, 1:], reduction="none")
+            total += nll.double().sum(0)
+    return (total / len(w)).numpy()
+
+
+# ----------------------------------------------------------------------------- the bugs
+
+
+def _rotation_tables(
+    inv_freq: torch.Tensor, positions: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Half-split cos/sin ``positions.shape + (2 * len(inv_freq),)`` in float32, from float64
+    angles (the honest way; the bugs below change the frequencies or the precision)."""
+    angles = positions.to(torch.float64)[..., None] * inv_freq.to(torch.float64)
+    angles = torch.cat([angles, angles], dim=-1)
+    return angles.cos().float(), angles.sin().float()
+
+
+def _rotate_with(cos: torch.Tensor, sin: torch.Tensor, *, first: int = 0) -> Rotate:
+    """A rotation by given tables of dims ``first .. first + r`` of each head (half-split)."""
+    r = cos.shape[-1]
+
+    def rotate(q: torch.Tensor, k: torch.Tensor, positions: torch.Tensor):
+        c, s_ = cos[positions], sin[positions]
+        if c.dim() == 3:  # (b, s, r) -> (b, 1, s, r)
+            c, s_ = c[:, None], s_[:, None]
+
+        def one(x: torch.Tensor) -> torch.Tensor:
+            if first == 0:
+                return apply_rope(x, c, s_)
+            keep, rot = x[..., :first], x[..., first : first + r]
+            return torch.cat([keep, apply_rope(rot, c, s_), x[..., first + r :]], dim=-1)
+
+        return one(q), one(k)
+
+    return rotate
+
+
+def bf16_angle_tables(
+    head_dim: int, n_positions: int, *, base: float = 10000.0
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos/sin as Hugging Face's Llama computed them under bfloat16 autocast before PR 29285:
+    ``inv_freq @ positions`` ran in bfloat16 (both operands and the product rounded to
+    bfloat16), then cos and sin of those angles. Returned in float32, ``(n, head_dim)``."""
+    head_dim = check.even_int("head_dim", head_dim)
+    n_positions = check.positive_int("n_positions", n_positions)
+    base = check.base_value("base", base)
+    inv_freq = base ** -(torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim)
+    pos = torch.arange(n_positions, dtype=torch.float32)
+    angles = (pos.bfloat16()[:, None] * inv_freq.float().bfloat16()[None]).float()
+    angles = torch.cat([angles, angles], dim=-1)
+    return angles.cos(), angles.sin()
+
+
+class StickyDynamicNTK:
+    """Dynamic NTK scaling with the cache rule that transformers issue 25306 reports: the
+    frequencies of the longest call so far are kept for every later call that is not shorter
+    than L0 (Hugging Face's ``dynamic_rope_update`` still resets only below L0).
+
+    Use :meth:`rotate` as :func:`forward`'s ``rotate``; :meth:`fresh` forgets the history.
+
+    Args:
+        head_dim: d_h (the whole head rotates).
+        factor: dynamic NTK's factor s.
+        original_max_position_embeddings: L0.
+        base: rope_theta.
+    """
+
+    def __init__(
+        self,
+        head_dim: int,
+        *,
+        factor: float,
+        original_max_position_embeddings: int,
+        base: float = 10000.0,
+    ) -> None:
+        self.head_dim = check.even_int("head_dim", head_dim)
+        self.factor = check.real_number("factor", factor)
+        self.l0 = check.positive_int(
+            "original_max_position_embeddings", original_max_position_embeddings
+        )
+        self.base = check.base_value("base", base)
+        self.fresh()
+
+    def fresh(self) -> None:
+        """Forget every earlier call (a new process, or the fix)."""
+        self.longest = self.l0
+
+    def inv_freq(self, seq_len: int) -> torch.Tensor:
+        """The frequencies this object uses for a call of ``seq_len`` (and remembers it)."""
+        seq_len = check.positive_int("seq_len", seq_len)
+        if seq_len < self.l0:
+            self.longest = self.l0  # Hugging Face resets below L0
+        self.longest = max(self.longest, seq_len)
+        d = self.head_dim
+        ratio = self.factor * self.longest / self.l0 - (self.factor - 1)
+        base = self.base * ratio ** (d / (d - 2)) if self.longest > self.l0 else self.base
+        return base ** -(torch.arange(0, d, 2, dtype=torch.float64) / d)
+
+    def rotate(self, q: torch.Tensor, k: torch.Tensor, positions: torch.Tensor):
+        """A :data:`Rotate`: tables for this call's length, max(positions) + 1."""
+        inv = self.inv_freq(int(positions.max()) + 1)
+        cos, sin = _rotation_tables(inv, torch.arange(int(positions.max()) + 1))
+        return _rotate_with(cos, sin)(q, k, positions)
+
+
+def _rope_like(model: ByteLM, scaling: Any = None, **kw: Any) -> RotaryEmbedding:
+    """A rotary embedding with the model's head width, rotary width and base (``kw`` may
+    override ``layout``), and the given scaling."""
+    rope = model.rope
+    assert rope is not None
+    return RotaryEmbedding(
+        rope.head_dim,
+        base=rope.base,
+        scaling=scaling,
+        rotary_dim=rope.rotary_dim,
+        layout=kw.get("layout", rope.layout),
+    )
+
+
+def _with_state(model: ByteLM, state: Mapping[str, torch.Tensor]) -> ByteLM:
+    """A copy of ``model`` holding ``state`` (strictly: every key, every shape)."""
+    m = copy.deepcopy(model)
+    m.load_state_dict(dict(state))
+    return m.eval()
+
+
+def _qk_rows(d_model: int) -> tuple[slice, slice]:
+    """Rows of a fused ``qkv`` projection that hold the queries and the keys."""
+    return slice(0, d_model), slice(d_model, 2 * d_model)
+
+
+def interleaved_checkpoint(model: ByteLM) -> dict[str, torch.Tensor]:
+    """The trained RoPE model's weights as code that pairs dims (2i, 2i+1) would store them.
+
+    Every layer's query and key rows (weights **and** biases) are permuted within each head by
+    :func:`~posenc_core.rope.permute_qk_weight` (``to="interleaved"``), so that a model with
+    ``layout="interleaved"`` computes exactly what the trained half-split model does: the
+    situation of Meta's Llama checkpoints and Hugging Face's ``rotate_half``, which
+    ``convert_llama_weights_to_hf.py`` bridges with the inverse permutation.
+
+    Returns:
+        a state dict (new tensors; the model is not changed).
+    """
+    model = _check_model(model)
+    if model.rope is None:
+        raise ValueError(f"interleaved_checkpoint needs a RoPE model, got {model.scheme!r}")
+    state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    for name in [k for k in state if k.endswith(("attn.qkv.weight", "attn.qkv.bias"))]:
+        t = state[name]
+        for rows in _qk_rows(model.d_model):
+            t[rows] = permute_qk_weight(t[rows], model.n_heads, to="interleaved")
+    return state
+
+
+def convert_checkpoint_broken(
+    state: Mapping[str, torch.Tensor], n_heads: int
+) -> dict[str, torch.Tensor]:
+    """Chapter 8's broken converter (interleaved checkpoint -> the book's half-split model):
+    it permutes the query and key weights but leaves their biases in interleaved order, the
+    slip that only models with q/k biases (Qwen2, GPT-NeoX, the book's) can make."""
+    out = dict(state)
+    for name, t in state.items():
+        if name.endswith("attn.qkv.weight"):
+            q, k, v = t.chunk(3)
+            q = permute_qk_weight(q, n_heads, to="half")
+            k = permute_qk_weight(k, n_heads, to="half")
+            out[name] = torch.cat([q, k, v])
+    return out
+
+
+def decode_step_broken(rope: RotaryEmbedding, cache: dict, q: torch.Tensor, k: torch.Tensor,
+                       v: torch.Tensor) -> torch.Tensor:  # fmt: skip
+    """Chapter 8's broken decoding step (a :data:`Step`), with two bugs to find: the key goes
+    into the cache unrotated, and the position is read after the append, so it already counts
+    the new token."""
+    cache["k"] = torch.cat([cache["k"], k], dim=-2)
+    cache["v"] = torch.cat([cache["v"], v], dim=-2)
+    position = cache["k"].shape[-2]
+    q, _ = rope(q, k, position)
+    return q
+
+
+def rope_scaling_from_config_broken(config: Mapping[str, Any]) -> dict[str, Any] | None:
+    """Chapter 8's broken config loader: it reads the scaling type only under the old key
+    ``type`` and knows only three types; anything else becomes plain RoPE, silently."""
+    scaling = config.get("rope_scaling") or {}
+    kind = scaling.get("type")
+    if kind in ("linear", "dynamic", "yarn"):
+        return {"rope_type": kind, **{k: v for k, v in scaling.items() if k != "type"}}
+    return None
+
+
+# ----------------------------------------------------------------------------- padding, packing
+
+PAD_COUNTS = (0, 1, 5, 16, 37, 64)
+"""Left pads in front of the rows of a padded batch, cycled over the rows (prompts of
+different lengths padded to the longest have pads of many counts)."""
+
+
+def _left_padded(
+    model: ByteLM, tokens: torch.Tensor, *, positions_from_mask: bool, mask_pads: bool
+) -> torch.Tensor:
+    """Row i runs with PAD_COUNTS[i % 6] pad bytes (0) in front; the logits of its real tokens
+    come back, ``(b, s, V)``. Rows with one pad count run together (as one padded batch would
+    hold them); pad keys are hidden with -inf when ``mask_pads`` (each pad query still sees
+    itself, so no row of scores is all -inf)."""
+    b, s = tokens.shape
+    pads = torch.tensor([PAD_COUNTS[i % len(PAD_COUNTS)] for i in range(b)])
+    out = torch.empty(b, s, 256)
+    for p in sorted(set(pads.tolist())):
+        rows = (pads == p).nonzero().squeeze(1)
+        t = torch.cat([torch.zeros(len(rows), p, dtype=torch.long), tokens[rows]], dim=1)
+        mask = torch.ones_like(t)
+        mask[:, :p] = 0  # (n, p + s): 0 on the pads
+        positions = positions_from_attention_mask(mask) if positions_from_mask else None
+        bias = None
+        if mask_pads:
+            width = p + s
+            keep = mask.bool()[:, None, :].expand(-1, width, -1) | torch.eye(width, dtype=bool)
+            bias = torch.zeros(len(rows), 1, width, width).masked_fill(~keep[:, None], -math.inf)
+        out[rows] = forward(model, t, positions=positions, bias=bias)[:, p:]
+    return out
+
+
+DOC_LEN = 64
+"""Length of the documents packed into a row: the training length L, so each one is in range."""
+
+
+def _packed(model: ByteLM, tokens: torch.Tensor, *, restart: bool, doc_mask: bool) -> torch.Tensor:
+    """Each row of ``tokens`` read as documents of DOC_LEN bytes packed end to end."""
+    s = tokens.shape[1]
+    lengths = [DOC_LEN] * (s // DOC_LEN) + ([s % DOC_LEN] if s % DOC_LEN else [])
+    ids = document_ids_from_lengths(lengths)  # (s,)
+    positions = packed_positions(ids) if restart else None
+    bias = packed_causal_mask(ids) if doc_mask else None  # (s, s)
+    return forward(model, tokens, positions=positions, bias=bias)
+
+
+# ----------------------------------------------------------------------------- the registry
+
+Run = Callable[[ByteLM, torch.Tensor], torch.Tensor]
+
+
+def _plain(model: ByteLM, tokens: torch.Tensor) -> torch.Tensor:
+    return model(tokens)
+
+
+YARN = {"rope_type": "yarn", "factor": 8.0, "original_max_position_embeddings": 64}
+"""The YaRN configuration of the scaling bugs: factor 8 from L0 = L = 64 (targets 8L), as
+chapter 7 evaluates it."""
+
+CONFIG = {"rope_theta": 10000.0, "rope_scaling": dict(YARN)}
+"""A config.json fragment written the current way (``rope_type``), for the loader bug."""
+
+
+def _yarn(factor_override: float | None = None) -> Run:
+    def run(model: ByteLM, tokens: torch.Tensor) -> torch.Tensor:
+        scaling = dict(YARN)
+        if factor_override is not None:
+            scaling["attention_factor"] = factor_override
+        return forward(model, tokens, rotate=_rope_like(model, scaling))
+
+    return run
+
+
+def _yarn_twice(model: ByteLM, tokens: torch.Tensor) -> torch.Tensor:
+    """HF's attention factor (already the final one) multiplied by the YaRN mscale again, as
+    SGLang PR 33558 fixed: cos and sin carry mscale squared, the scores its fourth power."""
+    m = parse_scaling(YARN).attention_scaling
+    return _yarn(m * m)(model, tokens)
+
+
+def _loaded(model: ByteLM, tokens: torch.Tensor) -> torch.Tensor:
+    scaling = rope_scaling_from_config_broken(CONFIG)
+    return forward(model, tokens, rotate=_rope_like(model, scaling))
+
+
+def _layout_swapped(model: ByteLM, tokens: torch.Tensor) -> torch.Tensor:
+    """An interleaved checkpoint loaded into the half-split model with no conversion."""
+    return _with_state(model, interleaved_checkpoint(model))(tokens)
+
+
+def _bias_not_permuted(model: ByteLM, tokens: torch.Tensor) -> torch.Tensor:
+    state = convert_checkpoint_broken(interleaved_checkpoint(model), model.n_heads)
+    return _with_state(model, state)(tokens)
+
+
+def _partial_denominator(model: ByteLM, tokens: torch.Tensor) -> torch.Tensor:
+    """Partial rotary with theta_i = base**(-2i / head_dim) for i < r/2 (the frequencies of the
+    whole head's first r/2 pairs) instead of base**(-2i / r)."""
+    rope = model.rope
+    assert rope is not None
+    d, r, s = rope.head_dim, rope.rotary_dim, tokens.shape[1]
+    inv = rope.base ** -(torch.arange(0, r, 2, dtype=torch.float64) / d)
+    return forward(model, tokens, rotate=_rotate_with(*_rotation_tables(inv, torch.arange(s))))
+
+
+def _partial_slice(model: ByteLM, tokens: torch.Tensor) -> torch.Tensor:
+    """Partial rotary applied to the last r dims of each head instead of the first r."""
+    rope = model.rope
+    assert rope is not None
+    d, r, s = rope.head_dim, rope.rotary_dim, tokens.shape[1]
+    inv = rope.base ** -(torch.arange(0, r, 2, dtype=torch.float64) / r)
+    tables = _rotation_tables(inv, torch.arange(s))
+    return forward(model, tokens, rotate=_rotate_with(*tables, first=d - r))
+
+
+def _bf16(model: ByteLM, tokens: torch.Tensor) -> torch.Tensor:
+    rope = model.rope
+    assert rope is not None
+    tables = bf16_angle_tables(rope.head_dim, tokens.shape[1], base=rope.base)
+    return forward(model, tokens, rotate=_rotate_with(*tables))
+
+
+def _shifted(by: int) -> Run:
+    def run(model: ByteLM, tokens: torch.Tensor) -> torch.Tensor:
+        return forward(model, tokens, positions=torch.arange(tokens.shape[1]) + by)
+
+    return run
+
+
+def _cached(step: Step, prefill: int) -> Run:
+    def run(model: ByteLM, tokens: torch.Tensor) -> torch.Tensor:
+        return cached_forward(model, tokens, prefill=min(prefill, tokens.shape[1]), step=step)
+
+    return run
+
+
+def _sticky(after: int) -> Run:
+    """Dynamic NTK (factor 8, L0 = 64) with the frequencies of an earlier call of ``after``
+    positions kept (issue 25306); ``after=0``: a fresh module."""
+
+    def run(model: ByteLM, tokens: torch.Tensor) -> torch.Tensor:
+        rope = model.rope
+        assert rope is not None
+        dyn = StickyDynamicNTK(
+            rope.head_dim, factor=8.0, original_max_position_embeddings=64, base=rope.base
+        )
+        if after:
+            dyn.inv_freq(after)  # the long prompt served before
+        return forward(model, tokens, rotate=dyn.rotate)
+
+    return run
+
+
+@dataclass(frozen=True)
+class Bug:
+    """One bug of chapter 8 and its correct counterpart.
+
+    Attributes:
+        key: short name.
+        title: what goes wrong, in a few words.
+        model: the trained model it runs on: ``"rope"``, ``"rope-r8"`` (partial rotary, 8 of 16
+            dims) or ``"learned"``.
+        eval_factor: evaluation windows are eval_factor * L positions.
+        reports: public reports of it (``owner/repo#number``).
+        broken: ``(model, tokens) -> logits`` with the bug.
+        correct: the same input handled correctly.
+        baseline: a name for ``correct``: bugs with the same baseline (and model and windows)
+            share its measurement.
+    """
+
+    key: str
+    title: str
+    model: str
+    eval_factor: int
+    reports: tuple[str, ...]
+    broken: Run
+    correct: Run
+    baseline: str
+
+
+def _bugs() -> dict[str, Bug]:
+    pad_ok = lambda m, t: _left_padded(m, t, positions_from_mask=True, mask_pads=True)  # noqa: E731
+    pack_ok = lambda m, t: _packed(m, t, restart=True, doc_mask=True)  # noqa: E731
+    cache_ok = _cached(correct_step, 32)
+    rows = [
+        ("layout", "interleaved checkpoint, half-split rotation", "rope", 8,
+         ("huggingface/transformers#25199", "Dao-AILab/flash-attention#288"),
+         _layout_swapped, _plain, "plain"),
+        ("layout-bias", "converted, but q/k biases not permuted", "rope", 8,
+         ("huggingface/transformers#25199",), _bias_not_permuted, _plain, "plain"),
+        ("partial-denominator", "partial rotary: theta over head_dim", "rope-r8", 8,
+         ("huggingface/transformers#48630", "pie-project/pie#602"),
+         _partial_denominator, _plain, "plain"),
+        ("partial-slice", "partial rotary: last dims rotated", "rope-r8", 8,
+         ("pie-project/pie#602",), _partial_slice, _plain, "plain"),
+        ("bf16-angles", "angles computed in bfloat16", "rope", 8,
+         ("huggingface/transformers#29285",), _bf16, _plain, "plain"),
+        ("padding-positions", "left padding, positions 0..S-1", "rope", 8,
+         ("huggingface/transformers#22161",),
+         lambda m, t: _left_padded(m, t, positions_from_mask=False, mask_pads=True),
+         pad_ok, "padded"),
+        ("padding-unmasked", "left padding, pads not masked", "rope", 8,
+         ("huggingface/transformers#22161",),
+         lambda m, t: _left_padded(m, t, positions_from_mask=True, mask_pads=False),
+         pad_ok, "padded"),
+        ("packing-no-restart", "packed, positions not restarted", "rope", 8, (),
+         lambda m, t: _packed(m, t, restart=False, doc_mask=True), pack_ok, "packed"),
+        ("packing-no-mask", "packed, no document mask", "rope", 8, (),
+         lambda m, t: _packed(m, t, restart=True, doc_mask=False), pack_ok, "packed"),
+        ("cache-off-by-one", "KV cache: new token at n + 1", "rope", 8,
+         ("microsoft/onnxruntime-genai#2354", "fla-org/flash-linear-attention#766"),
+         _cached(off_by_one_step, 32), cache_ok, "cached"),
+        ("yarn-dropped", "YaRN's attention factor dropped", "rope", 8,
+         ("huggingface/transformers#47435", "turboderp-org/exllamav3#259"),
+         _yarn(1.0), _yarn(), "yarn"),
+        ("yarn-twice", "YaRN's attention factor applied twice", "rope", 8,
+         ("sgl-project/sglang#33558",), _yarn_twice, _yarn(), "yarn"),
+        ("config-ignored", "rope_type read as 'type': no scaling", "rope", 8,
+         ("vllm-project/vllm#6689", "unslothai/unsloth#6197"), _loaded, _yarn(), "yarn"),
+        ("dynamic-sticky", "dynamic NTK keeps a longer call's base", "rope", 4,
+         ("huggingface/transformers#25306",), _sticky(512), _sticky(0), "dynamic"),
+        ("rope-off-by-one", "RoPE positions 1..S", "rope", 8,
+         ("huggingface/transformers#11242",), _shifted(1), _plain, "plain"),
+        ("learned-off-by-one", "learned table rows 1..S", "learned", 1,
+         ("huggingface/transformers#11242", "huggingface/transformers#9116"),
+         _shifted(1), _plain, "plain"),
+        ("learned-padding-positions", "learned, left padding, positions 0..S-1", "learned", 1,
+         ("huggingface/transformers#22161",),
+         lambda m, t: _left_padded(m, t, positions_from_mask=False, mask_pads=True),
+         pad_ok, "padded"),
+        ("learned-packing-no-restart", "learned, packed, positions not restarted",
+         "learned", 8, (), lambda m, t: _packed(m, t, restart=False, doc_mask=True),
+         pack_ok, "packed"),
+    ]  # fmt: skip
+    return {r[0]: Bug(*r) for r in rows}
+
+
+BUGS: dict[str, Bug] = _bugs()
+"""Chapter 8's bugs by key (see :class:`Bug`)."""
+
+
+def bug_curves(
+    bugs: Sequence[str],
+    models: Mapping[str, Sequence[ByteLM]],
+    data: torch.Tensor,
+    *,
+    train_len: int = 64,
+    max_windows: int | None = None,
+    cache_windows: int | None = 64,
+) -> dict[str, dict[str, np.ndarray]]:
+    """Per-position loss of each bug and of its correct counterpart, on every seed.
+
+    Args:
+        bugs: keys of :data:`BUGS`.
+        models: model name (``Bug.model``) -> the trained models, one per seed.
+        data: held-out bytes.
+        train_len: L (windows are ``bug.eval_factor * L``).
+        max_windows: windows per measurement (None: all).
+        cache_windows: windows for the KV-cache bugs (decoding runs one token at a time).
+
+    Returns:
+        key -> ``{"broken": (S, P), "correct": (S, P)}``; correct counterparts with the same
+        ``baseline``, model and windows are measured once.
+    """
+    done: dict[tuple, np.ndarray] = {}
+    out = {}
+    for key in bugs:
+        bug = check.choice("bug", key, tuple(BUGS)) and BUGS[key]
+        if bug.model not in models:
+            raise ValueError(f"bug {key!r} runs on model {bug.model!r}; models has {list(models)}")
+        length = bug.eval_factor * train_len
+        n = cache_windows if bug.baseline == "cached" else max_windows
+
+        def measure(run: Run, ms: Sequence[ByteLM], length: int, n: int | None) -> np.ndarray:
+            curves = [
+                position_loss(lambda t, m=m: run(m, t), data, length, max_windows=n) for m in ms
+            ]
+            return np.stack(curves)
+
+        base = (bug.baseline, bug.model, length, n)
+        if base not in done:
+            done[base] = measure(bug.correct, models[bug.model], length, n)
+        out[key] = {
+            "broken": measure(bug.broken, models[bug.model], length, n),
+            "correct": done[base],
+        }
+    return out

@@ -1,0 +1,300 @@
+"""posenc_core.book.debugging: chapter 8's bugs, checked against independent derivations.
+
+Each bug is checked for what it is claimed to do, by a route other than its own code: the
+correct counterparts against the plain model (padding done right against the unpadded batch,
+packing done right against each document alone), the cache bug against a full pass with the
+positions it implies, YaRN's dropped factor against the score scale it removes, and the
+relativity claims (RoPE hides a uniform shift) against the learned table, which does not.
+"""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from posenc_core.book import corpus, exercises
+from posenc_core.book import debugging as dbg
+from posenc_core.book import lm_study as ls
+from posenc_core.book.lm import ByteLM
+from posenc_core.rope import RotaryEmbedding, parse_scaling, permute_qk_weight
+
+
+@pytest.fixture(scope="module")
+def rope():
+    return ls.load_lm("rope", 0)
+
+
+@pytest.fixture(scope="module")
+def learned():
+    return ls.load_lm("learned", 0)
+
+
+@pytest.fixture(scope="module")
+def partial():
+    return ls.load_lm("rope", 0, rotary_dim=8)
+
+
+@pytest.fixture(scope="module")
+def text():
+    return dbg.windows(corpus.heldout_excerpt(), 512, max_windows=3)[:, :-1]
+
+
+def gap(a, b):
+    return float((a - b).abs().max())
+
+
+@torch.no_grad()
+@pytest.mark.parametrize("scheme", ["rope", "learned", "alibi", "none", "t5", "sinusoidal"])
+def test_forward_is_the_model_bit_for_bit(scheme, text):
+    m = ls.load_lm(scheme, 0)
+    assert torch.equal(dbg.forward(m, text), m(text))
+
+
+@torch.no_grad()
+def test_forward_with_explicit_default_positions_is_the_model(rope, learned, text):
+    pos = torch.arange(text.shape[1])
+    assert gap(dbg.forward(rope, text, positions=pos), rope(text)) < 1e-5
+    t = text[:, :64]
+    assert torch.equal(dbg.forward(learned, t, positions=pos[:64]), learned(t))
+
+
+@torch.no_grad()
+def test_cached_decoding_matches_the_full_pass(rope, text):
+    t = text[:, :160]
+    assert gap(dbg.cached_forward(rope, t, prefill=32), rope(t)) < 1e-4
+    assert gap(dbg.cached_forward(rope, t, prefill=160), rope(t)) < 1e-4
+
+
+@torch.no_grad()
+def test_off_by_one_cache_is_a_full_pass_that_skips_position_p(rope, text):
+    """Every decoded token (and its cached key) sits one position too far: the same as a full
+    pass with positions 0 .. p-1, p+1, p+2, ...; the prompt's logits are untouched."""
+    t, p = text[:, :128], 32
+    bad = dbg.cached_forward(rope, t, prefill=p, step=dbg.off_by_one_step)
+    skip = torch.cat([torch.arange(p), torch.arange(p, 128) + 1])
+    assert gap(bad, dbg.forward(rope, t, positions=skip)) < 1e-4
+    assert gap(bad[:, :p], rope(t[:, :p])) < 1e-5
+    assert gap(bad[:, p:], rope(t)[:, p:]) > 0.1
+
+
+@torch.no_grad()
+def test_broken_decode_step_differs_and_the_probe_names_both_bugs(rope, text):
+    t = text[:, :96]
+    assert gap(dbg.cached_forward(rope, t, prefill=32, step=dbg.decode_step_broken), rope(t)) > 0.1
+    fb = exercises.check_decode_step(dbg.decode_step_broken)
+    assert not fb
+    assert "query is rotated at position n + 1" in fb.message
+    assert "cached key is not rotated" in fb.message
+    assert exercises.check_decode_step(dbg.correct_step)
+
+
+def test_a_step_that_does_not_append_is_refused(rope, text):
+    def lazy(rope_, cache, q, k, v):
+        return rope_(q, k, cache["k"].shape[-2])[0]
+
+    with pytest.raises(ValueError, match="append exactly one key"):
+        dbg.cached_forward(rope, text[:, :40], prefill=32, step=lazy)
+
+
+@torch.no_grad()
+def test_interleaved_checkpoint_is_the_same_model_in_the_other_layout(rope, text):
+    state = dbg.interleaved_checkpoint(rope)
+    m = ByteLM("rope", d_model=64, n_layers=2, n_heads=4, max_len=512)
+    m.rope.layout = "interleaved"
+    m.load_state_dict(state)
+    assert gap(m(text), rope(text)) < 1e-4
+    # loaded into half-split code without conversion: q.k at offset 0 is a dot product of
+    # vectors permuted alike, so the first position (which sees only itself) is unchanged
+    wrong = dbg.BUGS["layout"].broken(rope, text)
+    assert gap(wrong[:, 0], rope(text)[:, 0]) < 1e-4
+    assert gap(wrong[:, 1:], rope(text)[:, 1:]) > 1.0
+
+
+@torch.no_grad()
+def test_conversion_checker_accepts_the_fix_and_names_the_biases(rope):
+    def fixed(state, n_heads):
+        out = dict(state)
+        for name, t in state.items():
+            if name.endswith(("attn.qkv.weight", "attn.qkv.bias")):
+                q, k, v = t.chunk(3)
+                q, k = (permute_qk_weight(x, n_heads, to="half") for x in (q, k))
+                out[name] = torch.cat([q, k, v])
+        return out
+
+    assert exercises.check_checkpoint_conversion(fixed)
+    fb = exercises.check_checkpoint_conversion(dbg.convert_checkpoint_broken)
+    assert not fb and "query bias rows are still in interleaved order" in fb.message
+    assert "weight" not in fb.message.split("problem(s):")[1].split("bias")[0]
+
+    def values_too(state, n_heads):
+        out = fixed(state, n_heads)
+        for name in out:
+            if name.endswith("attn.qkv.weight"):
+                q, k, v = out[name].chunk(3)
+                out[name] = torch.cat([q, k, permute_qk_weight(v, n_heads, to="half")])
+        return out
+
+    assert "value rows were permuted" in exercises.check_checkpoint_conversion(values_too).message
+    assert "raised KeyError" in exercises.check_checkpoint_conversion(lambda s, n: s["x"]).message
+
+
+@torch.no_grad()
+def test_partial_rotary_bugs_touch_what_they_claim(partial, text):
+    assert partial.rope.rotary_dim == 8
+    plain = partial(text)
+    for key in ("partial-denominator", "partial-slice"):
+        assert gap(dbg.BUGS[key].broken(partial, text), plain) > 0.1, key
+    # the slice bug rotates dims 8..15 and leaves 0..7 alone
+    x = torch.randn(1, 1, 5, 16, dtype=torch.float32)
+    inv = 10000.0 ** -(torch.arange(0, 8, 2, dtype=torch.float64) / 8)
+    rot = dbg._rotate_with(*dbg._rotation_tables(inv, torch.arange(5)), first=8)
+    q, _ = rot(x, x, torch.arange(5))
+    assert torch.equal(q[..., :8], x[..., :8])
+    ref, _ = RotaryEmbedding(8)(x[..., 8:], x[..., 8:])
+    assert gap(q[..., 8:], ref) < 1e-6
+    # with the right denominator the same path reproduces the model's own rotation
+    right = dbg._rotate_with(*dbg._rotation_tables(inv, torch.arange(512)))
+    assert gap(dbg.forward(partial, text, rotate=right), plain) < 1e-4
+
+
+def test_bf16_angles_round_positions_past_256():
+    """bfloat16 has 8 significant bits: 257 rounds to 256 (ties to even), 258 stays."""
+    cos, sin = dbg.bf16_angle_tables(16, 300)
+    assert float(cos[257, 0]) == pytest.approx(math.cos(256.0), abs=1e-6)
+    assert float(cos[258, 0]) == pytest.approx(math.cos(258.0), abs=1e-6)
+    assert float(cos[255, 0]) == pytest.approx(math.cos(255.0), abs=1e-6)
+    exact = torch.arange(300, dtype=torch.float64)[:, None] * (
+        10000.0 ** -(torch.arange(0, 16, 2, dtype=torch.float64) / 16)
+    )
+    err = (cos[:, :8].double() - exact.cos()).abs().max(1).values
+    assert err[:8].max() < 0.02 and err[256:].max() > 0.1
+
+
+@torch.no_grad()
+def test_padding_done_right_is_the_unpadded_batch(rope, learned, text):
+    ok = dbg.BUGS["padding-positions"].correct
+    assert gap(ok(rope, text), rope(text)) < 1e-4
+    assert gap(ok(learned, text[:, :64]), learned(text[:, :64])) < 1e-4
+    # RoPE sees only offsets: positions shifted by the pads change nothing beyond rounding;
+    # the learned table reads other rows
+    assert gap(dbg.BUGS["padding-positions"].broken(rope, text), rope(text)) < 1e-4
+    lp = dbg.BUGS["learned-padding-positions"].broken(learned, text[:, :64])
+    assert gap(lp, learned(text[:, :64])) > 0.5
+    # rows with no pads are untouched by either bug
+    assert gap(lp[0], learned(text[:1, :64])[0]) < 1e-5
+    assert gap(dbg.BUGS["padding-unmasked"].broken(rope, text), rope(text)) > 0.5
+
+
+@torch.no_grad()
+def test_packing_done_right_is_each_document_alone(rope, learned, text):
+    ok = dbg.BUGS["packing-no-mask"].correct
+    for m in (rope, learned):
+        packed = ok(m, text)
+        for j in range(0, 512, 64):
+            assert gap(packed[:, j : j + 64], m(text[:, j : j + 64])) < 1e-4
+    assert gap(dbg.BUGS["packing-no-restart"].broken(rope, text), ok(rope, text)) < 1e-4
+    no_mask = dbg.BUGS["packing-no-mask"].broken(rope, text)
+    assert gap(no_mask[:, :64], ok(rope, text)[:, :64]) < 1e-5  # the first document is fine
+    assert gap(no_mask[:, 64:], ok(rope, text)[:, 64:]) > 0.5
+    lnr = dbg.BUGS["learned-packing-no-restart"].broken(learned, text)
+    assert gap(lnr[:, 64:], ok(learned, text)[:, 64:]) > 0.5
+
+
+@torch.no_grad()
+def test_yarn_factor_bugs_are_score_temperatures(rope, text):
+    m = parse_scaling(dbg.YARN).attention_scaling
+    assert m == pytest.approx(0.1 * math.log(8) + 1)
+    yarn = RotaryEmbedding(16, scaling=dbg.YARN)
+    ok = dbg.BUGS["yarn-dropped"].correct(rope, text)
+    dropped = dbg.BUGS["yarn-dropped"].broken(rope, text)
+    twice = dbg.BUGS["yarn-twice"].broken(rope, text)
+    assert gap(dbg.forward(rope, text, rotate=yarn), ok) < 1e-5
+    # cos and sin carry m, so the scores carry m^2: dropping it is scores / m^2
+    assert gap(dropped, dbg.forward(rope, text, rotate=yarn, score_scale=1 / m**2)) < 1e-4
+    assert gap(twice, dbg.forward(rope, text, rotate=yarn, score_scale=m**2)) < 1e-4
+
+
+@torch.no_grad()
+def test_ignored_config_is_plain_rope(rope, text):
+    assert dbg.rope_scaling_from_config_broken(dbg.CONFIG) is None
+    assert gap(dbg.BUGS["config-ignored"].broken(rope, text), rope(text)) < 1e-6
+    fb = exercises.check_scaling_loader(dbg.rope_scaling_from_config_broken)
+    assert not fb and "4 of 8" in fb.message and "instead of raising ValueError" in fb.message
+
+
+def test_sticky_dynamic_ntk_keeps_the_longest_base():
+    d = 16
+    dyn = dbg.StickyDynamicNTK(d, factor=8.0, original_max_position_embeddings=64)
+
+    def formula(length):  # Hugging Face's dynamic NTK base, written out
+        b = 10000.0 * ((8.0 * length / 64) - 7.0) ** (d / (d - 2))
+        return b ** -(np.arange(0, d, 2) / d)
+
+    np.testing.assert_allclose(dyn.inv_freq(256).numpy(), formula(256), rtol=1e-12)
+    dyn.inv_freq(512)
+    np.testing.assert_allclose(dyn.inv_freq(256).numpy(), formula(512), rtol=1e-12)
+    np.testing.assert_allclose(dyn.inv_freq(32).numpy(), 10000.0 ** -(np.arange(0, d, 2) / d))
+    np.testing.assert_allclose(dyn.inv_freq(256).numpy(), formula(256), rtol=1e-12)
+
+
+@torch.no_grad()
+def test_a_uniform_shift_is_hidden_by_rope_and_not_by_a_learned_table(rope, learned, text):
+    assert gap(dbg.BUGS["rope-off-by-one"].broken(rope, text), rope(text)) < 1e-4
+    t = text[:, :64]
+    assert gap(dbg.BUGS["learned-off-by-one"].broken(learned, t), learned(t)) > 0.5
+
+
+def test_every_bug_cites_reports_and_names_a_model():
+    for key, bug in dbg.BUGS.items():
+        assert bug.key == key and bug.model in ("rope", "rope-r8", "learned")
+        assert all("/" in r and "#" in r for r in bug.reports)
+
+
+def test_bug_curves_share_baselines_and_have_seed_rows(rope, learned):
+    data = corpus.heldout_excerpt()[:8000]
+    out = dbg.bug_curves(
+        ["layout", "bf16-angles", "learned-off-by-one"],
+        {"rope": [rope, rope], "learned": [learned]},
+        data,
+        max_windows=4,
+    )
+    assert out["layout"]["broken"].shape == (2, 512)
+    assert out["learned-off-by-one"]["correct"].shape == (1, 64)
+    assert out["layout"]["correct"] is out["bf16-angles"]["correct"]
+    np.testing.assert_allclose(
+        out["layout"]["correct"][0],
+        ls.per_position_loss(rope, data, 512, max_windows=4),
+        rtol=1e-6,
+    )
+    lay = out["layout"]
+    assert lay["broken"][:, 1:64].mean() > lay["correct"][:, 1:64].mean() + 0.3
+    with pytest.raises(ValueError, match="runs on model 'learned'"):
+        dbg.bug_curves(["learned-off-by-one"], {"rope": [rope]}, data)
+
+
+@pytest.mark.parametrize(
+    "call, error, pattern",
+    [
+        (lambda m, t: dbg.forward(m, t.float()), ValueError, "int64"),
+        (lambda m, t: dbg.forward(m, t, positions=torch.arange(5)), ValueError, "shape"),
+        (lambda m, t: dbg.forward(m, t, positions=torch.arange(512.0)), TypeError, "integers"),
+        (lambda m, t: dbg.forward(m, t, positions=torch.arange(512) - 1), ValueError, ">= 0"),
+        (lambda m, t: dbg.forward(m, t, rotate=3), TypeError, "rotate"),
+        (lambda m, t: dbg.forward("model", t), TypeError, "ByteLM"),
+        (lambda m, t: dbg.cached_forward(m, t, prefill=0), ValueError, "prefill"),
+        (lambda m, t: dbg.position_loss(lambda x: x, corpus.heldout_excerpt(), 64), ValueError,
+         r"\(b, s, 256\)"),
+        (lambda m, t: dbg.windows(torch.arange(10), 64), ValueError, "no window"),
+    ],
+)  # fmt: skip
+def test_bad_input_names_the_argument(rope, text, call, error, pattern):
+    with pytest.raises(error, match=pattern):
+        call(rope, text)
+
+
+def test_learned_positions_past_the_table_are_refused(learned, text):
+    with pytest.raises(ValueError, match="learned table has 512 rows"):
+        dbg.forward(learned, text, positions=torch.arange(512) + 1)
+    with pytest.raises(ValueError, match="needs a RoPE model"):
+        dbg.cached_forward(learned, text)

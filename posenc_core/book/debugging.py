@@ -63,6 +63,10 @@ __all__ = [
     "windows",
     "Bug",
     "BUGS",
+    "PAD_COUNTS",
+    "DOC_LEN",
+    "YARN",
+    "CONFIG",
     "bug_curves",
     "interleaved_checkpoint",
     "convert_checkpoint_broken",
@@ -70,6 +74,9 @@ __all__ = [
     "rope_scaling_from_config_broken",
     "bf16_angle_tables",
     "StickyDynamicNTK",
+    "verdict",
+    "logit_gap",
+    "rotation_by",
 ]
 
 Rotate = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
@@ -338,6 +345,26 @@ def position_loss(
     return (total / len(w)).numpy()
 
 
+def logit_gap(a: torch.Tensor, b: torch.Tensor) -> np.ndarray:
+    """The largest ``abs(a - b)`` at each position: logits ``(b, s, V)`` -> float64 ``(s,)``."""
+    for name, t in (("a", a), ("b", b)):
+        check.tensor(name, t, min_dim=3, floating=True)
+    if a.shape != b.shape:
+        raise ValueError(f"a and b must have one shape, got {tuple(a.shape)} and {tuple(b.shape)}")
+    return (a.detach() - b.detach()).abs().amax(dim=(0, 2)).double().numpy()
+
+
+def verdict(test: Callable[..., Any], *args: Any) -> str:
+    """Run a test function: ``"passes"``, or ``"fails: <its assertion message>"``."""
+    if not callable(test):
+        raise TypeError(f"test must be callable, got {test!r}")
+    try:
+        test(*args)
+    except AssertionError as err:
+        return f"fails: {err}"
+    return "passes"
+
+
 # ----------------------------------------------------------------------------- the bugs
 
 
@@ -356,6 +383,11 @@ def _rotate_with(cos: torch.Tensor, sin: torch.Tensor, *, first: int = 0) -> Rot
     r = cos.shape[-1]
 
     def rotate(q: torch.Tensor, k: torch.Tensor, positions: torch.Tensor):
+        if positions.numel() and int(positions.max()) >= cos.shape[0]:
+            raise ValueError(
+                f"positions reach {int(positions.max())}, but the tables hold positions "
+                f"0 .. {cos.shape[0] - 1}"
+            )
         c, s_ = cos[positions], sin[positions]
         if c.dim() == 3:  # (b, s, r) -> (b, 1, s, r)
             c, s_ = c[:, None], s_[:, None]
@@ -369,6 +401,16 @@ def _rotate_with(cos: torch.Tensor, sin: torch.Tensor, *, first: int = 0) -> Rot
         return one(q), one(k)
 
     return rotate
+
+
+def rotation_by(inv_freq: torch.Tensor, n_positions: int, *, first: int = 0) -> Rotate:
+    """A :data:`Rotate` with given frequencies (half-split pairs, angles in float64, tables in
+    float32) on dims ``first .. first + 2 len(inv_freq)`` of each head, for positions below
+    ``n_positions``: how chapter 8 builds a rotation with the wrong frequencies or dims."""
+    check.tensor("inv_freq", inv_freq, min_dim=1, floating=True)
+    n_positions = check.positive_int("n_positions", n_positions)
+    first = check.non_negative_int("first", first)
+    return _rotate_with(*_rotation_tables(inv_freq, torch.arange(n_positions)), first=first)
 
 
 def bf16_angle_tables(
@@ -559,7 +601,8 @@ def _left_padded(
 
 
 DOC_LEN = 64
-"""Length of the documents packed into a row: the training length L, so each one is in range."""
+"""The length of each document packed into a row (64 bytes, the training length L, so every
+document is in range)."""
 
 
 def _packed(model: ByteLM, tokens: torch.Tensor, *, restart: bool, doc_mask: bool) -> torch.Tensor:
@@ -582,7 +625,7 @@ def _plain(model: ByteLM, tokens: torch.Tensor) -> torch.Tensor:
 
 
 YARN = {"rope_type": "yarn", "factor": 8.0, "original_max_position_embeddings": 64}
-"""The YaRN configuration of the scaling bugs: factor 8 from L0 = L = 64 (targets 8L), as
+"""The YaRN scaling the scaling bugs use (factor 8 from L0 = L = 64, so it targets 8L), as
 chapter 7 evaluates it."""
 
 CONFIG = {"rope_theta": 10000.0, "rope_scaling": dict(YARN)}
@@ -686,6 +729,7 @@ class Bug:
     Attributes:
         key: short name.
         title: what goes wrong, in a few words.
+        label: a name of at most 16 characters, for buttons.
         model: the trained model it runs on: ``"rope"``, ``"rope-r8"`` (partial rotary, 8 of 16
             dims) or ``"learned"``.
         eval_factor: evaluation windows are eval_factor * L positions.
@@ -698,6 +742,7 @@ class Bug:
 
     key: str
     title: str
+    label: str
     model: str
     eval_factor: int
     reports: tuple[str, ...]
@@ -711,53 +756,56 @@ def _bugs() -> dict[str, Bug]:
     pack_ok = lambda m, t: _packed(m, t, restart=True, doc_mask=True)  # noqa: E731
     cache_ok = _cached(correct_step, 32)
     rows = [
-        ("layout", "interleaved checkpoint, half-split rotation", "rope", 8,
+        ("layout", "interleaved checkpoint, half-split rotation", "layout", "rope", 8,
          ("huggingface/transformers#25199", "Dao-AILab/flash-attention#288"),
          _layout_swapped, _plain, "plain"),
-        ("layout-bias", "converted, but q/k biases not permuted", "rope", 8,
+        ("layout-bias", "converted, but q/k biases not permuted", "q/k biases", "rope", 8,
          ("huggingface/transformers#25199",), _bias_not_permuted, _plain, "plain"),
-        ("partial-denominator", "partial rotary: theta over head_dim", "rope-r8", 8,
+        ("partial-denominator", "partial rotary: theta over head_dim", "theta over d_h",
+         "rope-r8", 8,
          ("huggingface/transformers#48630", "pie-project/pie#602"),
          _partial_denominator, _plain, "plain"),
-        ("partial-slice", "partial rotary: last dims rotated", "rope-r8", 8,
+        ("partial-slice", "partial rotary: last dims rotated", "partial slice", "rope-r8", 8,
          ("pie-project/pie#602",), _partial_slice, _plain, "plain"),
-        ("bf16-angles", "angles computed in bfloat16", "rope", 8,
+        ("bf16-angles", "angles computed in bfloat16", "bf16 angles", "rope", 8,
          ("huggingface/transformers#29285",), _bf16, _plain, "plain"),
-        ("padding-positions", "left padding, positions 0..S-1", "rope", 8,
+        ("padding-positions", "left padding, positions 0..S-1", "pad positions", "rope", 8,
          ("huggingface/transformers#22161",),
          lambda m, t: _left_padded(m, t, positions_from_mask=False, mask_pads=True),
          pad_ok, "padded"),
-        ("padding-unmasked", "left padding, pads not masked", "rope", 8,
+        ("padding-unmasked", "left padding, pads not masked", "pads unmasked", "rope", 8,
          ("huggingface/transformers#22161",),
          lambda m, t: _left_padded(m, t, positions_from_mask=True, mask_pads=False),
          pad_ok, "padded"),
-        ("packing-no-restart", "packed, positions not restarted", "rope", 8, (),
+        ("packing-no-restart", "packed, positions not restarted", "pack: no restart", "rope", 8, (),
          lambda m, t: _packed(m, t, restart=False, doc_mask=True), pack_ok, "packed"),
-        ("packing-no-mask", "packed, no document mask", "rope", 8, (),
+        ("packing-no-mask", "packed, no document mask", "pack: no mask", "rope", 8, (),
          lambda m, t: _packed(m, t, restart=True, doc_mask=False), pack_ok, "packed"),
-        ("cache-off-by-one", "KV cache: new token at n + 1", "rope", 8,
+        ("cache-off-by-one", "KV cache: new token at n + 1", "cache at n + 1", "rope", 8,
          ("microsoft/onnxruntime-genai#2354", "fla-org/flash-linear-attention#766"),
          _cached(off_by_one_step, 32), cache_ok, "cached"),
-        ("yarn-dropped", "YaRN's attention factor dropped", "rope", 8,
+        ("yarn-dropped", "YaRN's attention factor dropped", "YaRN dropped", "rope", 8,
          ("huggingface/transformers#47435", "turboderp-org/exllamav3#259"),
          _yarn(1.0), _yarn(), "yarn"),
-        ("yarn-twice", "YaRN's attention factor applied twice", "rope", 8,
+        ("yarn-twice", "YaRN's attention factor applied twice", "YaRN doubled", "rope", 8,
          ("sgl-project/sglang#33558",), _yarn_twice, _yarn(), "yarn"),
-        ("config-ignored", "rope_type read as 'type': no scaling", "rope", 8,
+        ("config-ignored", "rope_type read as 'type': no scaling", "config ignored", "rope", 8,
          ("vllm-project/vllm#6689", "unslothai/unsloth#6197"), _loaded, _yarn(), "yarn"),
-        ("dynamic-sticky", "dynamic NTK keeps a longer call's base", "rope", 4,
+        ("dynamic-sticky", "dynamic NTK keeps a longer call's base", "sticky dynamic", "rope", 4,
          ("huggingface/transformers#25306",), _sticky(512), _sticky(0), "dynamic"),
-        ("rope-off-by-one", "RoPE positions 1..S", "rope", 8,
+        ("rope-off-by-one", "RoPE positions 1..S", "RoPE from 1", "rope", 8,
          ("huggingface/transformers#11242",), _shifted(1), _plain, "plain"),
-        ("learned-off-by-one", "learned table rows 1..S", "learned", 1,
+        ("learned-off-by-one", "learned table rows 1..S", "learned from 1", "learned", 1,
          ("huggingface/transformers#11242", "huggingface/transformers#9116"),
          _shifted(1), _plain, "plain"),
-        ("learned-padding-positions", "learned, left padding, positions 0..S-1", "learned", 1,
+        ("learned-padding-positions", "learned, left padding, positions 0..S-1",
+         "learned: padding", "learned", 1,
          ("huggingface/transformers#22161",),
          lambda m, t: _left_padded(m, t, positions_from_mask=False, mask_pads=True),
          pad_ok, "padded"),
         ("learned-packing-no-restart", "learned, packed, positions not restarted",
-         "learned", 8, (), lambda m, t: _packed(m, t, restart=False, doc_mask=True),
+         "learned: packing", "learned", 8, (),
+         lambda m, t: _packed(m, t, restart=False, doc_mask=True),
          pack_ok, "packed"),
     ]  # fmt: skip
     return {r[0]: Bug(*r) for r in rows}

@@ -978,6 +978,12 @@ def _control_name(description: str) -> str:
     return name
 
 
+def _signed(x: float, digits: int = 3) -> str:
+    """``x`` with a sign and ``digits`` decimals, never "-0.000" (a tiny negative is +0)."""
+    x = round(float(x), digits)
+    return f"{x + 0.0:+.{digits}f}"
+
+
 def position_loss_explorer(
     curves: Mapping[Any, Any],
     *,
@@ -1200,10 +1206,11 @@ def position_loss_explorer(
         )
         if data["shown"] in own_refs:
             label, a = own_refs[data["shown"]]
+            d_in = data["in_range"].mean() - a[:, L // 2 : L].mean()
+            d_out = data["beyond"].mean() - a[:, L:].mean()
             text += (
                 f" · {label}: {a[:, L // 2 : L].mean():.3f} and {a[:, L:].mean():.3f} "
-                f"(difference {data['in_range'].mean() - a[:, L // 2 : L].mean():+.3f} and "
-                f"{data['beyond'].mean() - a[:, L:].mean():+.3f})"
+                f"(difference {_signed(d_in)} and {_signed(d_out)})"
             )
         wanted = tuple(v[nm] for nm in names)
         if match(wanted) is None:

@@ -246,6 +246,8 @@ def test_a_uniform_shift_is_hidden_by_rope_and_not_by_a_learned_table(rope, lear
 
 
 def test_every_bug_cites_reports_and_names_a_model():
+    labels = [bug.label for bug in dbg.BUGS.values()]
+    assert len(set(labels)) == len(labels) and max(map(len, labels)) <= 16
     for key, bug in dbg.BUGS.items():
         assert bug.key == key and bug.model in ("rope", "rope-r8", "learned")
         assert all("/" in r and "#" in r for r in bug.reports)

@@ -786,6 +786,28 @@ def test_loss_explorer_one_control_with_plain_keys():
     np.testing.assert_allclose(e.data["beyond"], curves["y"][:, 16:].mean(1))
 
 
+def test_loss_explorer_draws_each_curves_own_reference():
+    """references: a reference per curve (chapter 8: each bug against its correct run); the
+    label gives the reference's means and the differences, never as "-0.000"."""
+    x, y = list(loss_curves().values())[:2]
+    curves = {"x": x, "y": y}
+    e = widgets.position_loss_explorer(
+        curves, train_len=16, mode="static", references={"x": ("done right", x - 0.1)}
+    )
+    label = html.unescape(frame_at(e, (0,)).children[0].value)
+    assert f"done right: {(x - 0.1)[:, 8:16].mean():.3f}" in label
+    assert "difference +0.100 and +0.100" in label
+    assert "done right" not in html.unescape(frame_at(e, (1,)).children[0].value)
+    same = widgets.position_loss_explorer(
+        curves, train_len=16, mode="static", references={"y": ("ref", y + 1e-5)}
+    )
+    assert "difference +0.000 and +0.000" in html.unescape(frame_at(same, (1,)).children[0].value)
+    with pytest.raises(ValueError, match="not a key of curves"):
+        widgets.position_loss_explorer(curves, train_len=16, references={"z": ("r", x)})
+    with pytest.raises(ValueError, match="same number of positions"):
+        widgets.position_loss_explorer(curves, train_len=16, references={"x": ("r", x[:, :40])})
+
+
 def test_chapter_7_explorer_fits_its_page_with_the_scaling_explorer(static):
     """Chapter 7 shows the rope-scaling explorer and the method explorer built from the
     committed study; their frames share the page's budget."""

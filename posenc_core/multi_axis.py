@@ -1,0 +1,483 @@
+"""RoPE over more than one axis: axial 2-D RoPE for image patches and multimodal RoPE (M-RoPE).
+
+1-D RoPE turns pair i of a query or key at position m by m * theta_i. With several axes
+(a patch's row and column; a token's time, height and width) each pair still turns by one
+angle, but the pairs are shared out among the axes: a pair assigned to axis a turns by
+p_a * theta, where p_a is the token's coordinate on that axis. A score then depends on the
+positions only through the offsets on every axis, since within one pair
+<R(p_a) q, R(p'_a) k> depends only on p'_a - p_a (Su et al. 2021, Eq. 16, applied per pair).
+
+Two schemes from Qwen2-VL (Wang et al. 2024, "Qwen2-VL: Enhancing Vision-Language Model's
+Perception of the World at Any Resolution", Sec. 2.1), reproduced as Hugging Face's
+transformers 5.23.0 implements them (``transformers.models.qwen2_vl.modeling_qwen2_vl``):
+
+* **Axial 2-D RoPE** (the vision tower, ``Qwen2VLVisionRotaryEmbedding``): the first
+  head_dim/4 pairs turn with the patch's row, the last head_dim/4 with its column, each axis
+  with the frequencies of a 1-D RoPE over head_dim/2 dims, theta_k = base**(-4k/head_dim).
+  :func:`axial_rope_cos_sin`; :func:`vision_patch_positions` gives the (row, col) of every
+  patch in the order the vision tower sees them (spatial-merge blocks first).
+* **M-RoPE** (the language model, ``Qwen2VLRotaryEmbedding``): the ordinary 1-D frequencies
+  theta_i = base**(-2i/head_dim), with the pairs cut into three consecutive sections
+  (``mrope_section``, [16, 24, 24] for Qwen2-VL's head_dim 128) that turn with the temporal,
+  height and width position ids. :func:`mrope_cos_sin`, with the position ids of a text and
+  image sequence from :func:`mrope_position_ids`.
+
+Both give half-layout tables (pair i = dims (i, i + head_dim/2), Hugging Face's
+``rotate_half``) for :func:`posenc_core.rope.apply_rope`. Angles are computed in float64 and
+rounded once, as :func:`posenc_core.rope.rope_cos_sin` does. :func:`pair_axes` names the axis
+of every pair (for the figure), and :func:`axial_score_grid` and :func:`raster_score_grid`
+give one query patch's scores against every patch of a grid, under axial 2-D RoPE and under
+1-D RoPE on the raster index, to show what the second axis changes.
+
+Checked in ``tests/core/test_multi_axis.py`` against ``Qwen2VLVisionRotaryEmbedding`` with
+``transformers.vision_utils.get_vision_position_ids``, ``Qwen2VLRotaryEmbedding`` and
+``Qwen2VLModel.get_rope_index``.
+
+Notation for tensor shapes: d = head_dim, s = sequence, P = any shape of positions, n = t*h*w
+patches of one image.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Sequence
+
+import torch
+
+from . import _validation as check
+from ._numerics import round_once
+from .rope import apply_rope, rope_cos_sin, rope_frequencies
+
+__all__ = [
+    "MROPE_AXES",
+    "AXIAL_AXES",
+    "QWEN2_VL_MROPE_SECTION",
+    "axial_rope_cos_sin",
+    "axial_score_grid",
+    "mrope_cos_sin",
+    "mrope_position_ids",
+    "pair_axes",
+    "raster_score_grid",
+    "vision_patch_positions",
+]
+
+MROPE_AXES = ("t", "h", "w")
+"""M-RoPE's three axes, in the order of ``position_ids[0..2]`` and of ``mrope_section``:
+temporal, height, width."""
+
+AXIAL_AXES = ("row", "col")
+"""Axial 2-D RoPE's two axes, in the order of the pairs: row (height) first, then column."""
+
+QWEN2_VL_MROPE_SECTION = (16, 24, 24)
+"""Qwen2-VL's ``mrope_section`` for head_dim 128: pairs 0-15 temporal, 16-39 height, 40-63
+width (``Qwen2VLRotaryEmbedding``'s default and the released configs)."""
+
+_SEGMENT_KINDS = ("text", "image", "video")
+
+
+# --------------------------------------------------------------------------- checks
+
+
+def _axial_head_dim(head_dim: object) -> int:
+    """head_dim for axial 2-D RoPE: a positive multiple of 4 (head_dim/4 pairs per axis)."""
+    head_dim = check.even_int("head_dim", head_dim)
+    if head_dim % 4:
+        raise ValueError(
+            f"head_dim must be a positive multiple of 4 for axial 2-D RoPE (head_dim/4 pairs "
+            f"turn with the row and head_dim/4 with the column), got {head_dim}"
+        )
+    return head_dim
+
+
+def _mrope_section(mrope_section: object, head_dim: int) -> tuple[int, int, int]:
+    """Checked ``mrope_section``: three non-negative pair counts summing to head_dim/2."""
+    if isinstance(mrope_section, (str, bytes)) or not isinstance(mrope_section, Sequence):
+        raise TypeError(
+            f"mrope_section must be a sequence of three non-negative integers (pairs for the "
+            f"temporal, height and width axes), got {type(mrope_section).__name__} "
+            f"{mrope_section!r}"
+        )
+    if len(mrope_section) != 3:
+        raise ValueError(
+            f"mrope_section must hold exactly three pair counts (temporal, height, width), got "
+            f"{len(mrope_section)}: {list(mrope_section)!r}"
+        )
+    section = tuple(
+        check.non_negative_int(f"mrope_section[{i}]", n) for i, n in enumerate(mrope_section)
+    )
+    if sum(section) != head_dim // 2:
+        raise ValueError(
+            f"mrope_section must sum to head_dim/2 = {head_dim // 2} (one axis per pair), got "
+            f"{list(section)} summing to {sum(section)}"
+        )
+    return section
+
+
+def _content(name: str, value: object, head_dim: int) -> torch.Tensor:
+    """A content vector of shape (head_dim,) as float64 (all ones when None)."""
+    if value is None:
+        return torch.ones(head_dim, dtype=torch.float64)
+    check.tensor(name, value, floating=True)
+    if tuple(value.shape) != (head_dim,):
+        raise ValueError(
+            f"{name} must have shape (head_dim,) = ({head_dim},), got {tuple(value.shape)}"
+        )
+    check.finite(name, value)
+    return value.detach().cpu().to(torch.float64)
+
+
+# --------------------------------------------------------------------------- axial 2-D
+
+
+def axial_rope_cos_sin(
+    rows: torch.Tensor | Sequence | int,
+    cols: torch.Tensor | Sequence | int,
+    head_dim: int,
+    *,
+    base: float = 10000.0,
+    dtype: torch.dtype = torch.float32,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos and sin tables of axial 2-D RoPE for patches at (row, col), as Qwen2-VL's vision
+    tower builds them.
+
+    Pairs k = 0 .. d/4 - 1 turn by ``row * theta_k`` and pairs d/4 + k by ``col * theta_k``,
+    with theta_k = base**(-4k/d) = base**(-2k/(d/2)): both axes use the frequencies of a 1-D
+    RoPE over d/2 dims. In the half layout pair j is dims (j, j + d/2), so the tables are
+    ``cat(c_row, c_col, c_row, c_col)`` with c_row = cos(row * theta), c_col = cos(col *
+    theta), each (P, d/4). This is ``Qwen2VLVisionRotaryEmbedding`` (transformers 5.23.0:
+    ``compute_axial_rope_parameters`` gives theta over ``arange(0, d/2, 2) / (d/2)``;
+    ``recomposition_frequencies`` concatenates the row and column frequencies and repeats the
+    result), applied with ``rotate_half`` in ``apply_rotary_pos_emb_vision``. Equal to it to
+    float32 rounding in ``tests/core/test_multi_axis.py`` (Hugging Face computes the angles in
+    float32; here they are float64, rounded once).
+
+    Args:
+        rows, cols: the patches' row and column indices (integers, or any finite reals),
+            tensors or sequences of one shape ``P``; :func:`vision_patch_positions` gives
+            them in the vision tower's order.
+        head_dim: per-head width, a positive multiple of 4 (Qwen2-VL's vision tower: 80).
+        base: rope_theta, finite and > 1 (Qwen2-VL's vision tower: 10000).
+        dtype: floating dtype of the tables.
+
+    Returns:
+        ``(cos, sin)``, each of shape ``P + (head_dim,)``, on the device of ``rows``, for
+        :func:`~posenc_core.rope.apply_rope` with ``layout="half"``.
+    """
+    dtype = check.float_dtype("dtype", dtype)
+    device = rows.device if isinstance(rows, torch.Tensor) else None
+    row = check.as_positions("rows", rows)  # P, float64
+    col = check.as_positions("cols", cols)
+    if row.shape != col.shape:
+        raise ValueError(
+            f"rows and cols must have one shape (one (row, col) per patch), got "
+            f"{tuple(row.shape)} and {tuple(col.shape)}"
+        )
+    head_dim = _axial_head_dim(head_dim)
+    base = check.base_value("base", base)
+    theta = rope_frequencies(head_dim // 2, base=base).to(row.device)  # (d/4,) float64
+    col = col.to(row.device)
+    angles = torch.cat((row[..., None] * theta, col[..., None] * theta), -1)  # P + (d/2,)
+    return _half_tables(angles, dtype, device)
+
+
+def _half_tables(
+    angles: torch.Tensor, dtype: torch.dtype, device: torch.device | None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Half-layout tables from float64 angles P + (d/2,): cat(c, c), rounded once -> P + (d,)."""
+    cos, sin = round_once(torch.cos(angles), dtype), round_once(torch.sin(angles), dtype)
+    cos, sin = torch.cat((cos, cos), -1), torch.cat((sin, sin), -1)  # P + (d,)
+    return cos.to(device=device), sin.to(device=device)
+
+
+def vision_patch_positions(
+    t: int, h: int, w: int, *, spatial_merge_size: int = 1
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(row, col) of every patch of one image or video, in the order Qwen2-VL's vision tower
+    holds them.
+
+    The patches of a (t, h, w) grid (in patches, before the merge: Hugging Face's
+    ``grid_thw``) come in blocks of ``spatial_merge_size`` x ``spatial_merge_size``
+    neighbours, because the merger after the vision tower concatenates each block into one
+    language-model token: blocks in raster order, patches within a block in raster order,
+    and the whole frame repeated t times. Equal to ``transformers.vision_utils.
+    get_vision_position_ids`` (transformers 5.23.0; what ``Qwen2VisionTransformerPretrainedModel.
+    forward`` feeds its rotary embedding) in ``tests/core/test_multi_axis.py``.
+
+    Args:
+        t, h, w: positive grid sizes in patches; h and w multiples of ``spatial_merge_size``.
+        spatial_merge_size: the merger's block side, a positive integer (Qwen2-VL: 2).
+
+    Returns:
+        ``(rows, cols)``, int64 tensors of shape ``(n,)`` with n = t * h * w, for
+        :func:`axial_rope_cos_sin`.
+    """
+    t, h, w = (check.positive_int(name, v) for name, v in (("t", t), ("h", h), ("w", w)))
+    m = check.positive_int("spatial_merge_size", spatial_merge_size)
+    for name, v in (("h", h), ("w", w)):
+        if v % m:
+            raise ValueError(
+                f"{name} must be a multiple of spatial_merge_size={m} (the merger joins "
+                f"{m} x {m} blocks of patches), got {v}"
+            )
+    block = (h // m, m, w // m, m)  # (block row, row in block, block col, col in block)
+    rows = torch.arange(h).view(h // m, m, 1, 1).expand(block)
+    cols = torch.arange(w).view(1, 1, w // m, m).expand(block)
+    rows = rows.permute(0, 2, 1, 3).reshape(-1)  # (h*w,): blocks first, then inside a block
+    cols = cols.permute(0, 2, 1, 3).reshape(-1)
+    return rows.repeat(t), cols.repeat(t)  # (n,) each
+
+
+# --------------------------------------------------------------------------- M-RoPE
+
+
+def mrope_cos_sin(
+    position_ids: torch.Tensor | Sequence,
+    head_dim: int,
+    mrope_section: Sequence[int],
+    *,
+    base: float = 10000.0,
+    dtype: torch.dtype = torch.float32,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos and sin tables of Qwen2-VL's multimodal RoPE (M-RoPE).
+
+    Pair i has the 1-D frequency theta_i = base**(-2i/d) and turns by ``position_ids[a] *
+    theta_i``, where a is the axis whose section holds i: pairs 0 .. s_t - 1 temporal, the
+    next s_h height, the last s_w width, for ``mrope_section = (s_t, s_h, s_w)``. Tables in
+    the half layout, ``cat(c, c)``. This is ``Qwen2VLRotaryEmbedding.forward`` (transformers
+    5.23.0): the (3, ..., s, d/2) frequencies are split by ``mrope_section`` along the pairs
+    and chunk i taken from axis i (``recomposition_frequencies``), then repeated, for
+    ``apply_rotary_pos_emb`` (``rotate_half``). Equal to it to float32 rounding in
+    ``tests/core/test_multi_axis.py`` (Hugging Face's angles are float32; here float64,
+    rounded once). When the three rows of ``position_ids`` are equal (text) this is
+    1-D RoPE, :func:`posenc_core.rope.rope_cos_sin`.
+
+    Args:
+        position_ids: temporal, height and width positions, shape ``(3,) + P`` (e.g.
+            ``(3, b, s)`` as from Hugging Face's ``get_rope_index``, or ``(3, s)`` from
+            :func:`mrope_position_ids`), finite reals.
+        head_dim: per-head width, positive and even.
+        mrope_section: three non-negative pair counts (temporal, height, width) summing to
+            head_dim/2; :data:`QWEN2_VL_MROPE_SECTION` = (16, 24, 24) for head_dim 128.
+        base: rope_theta, finite and > 1 (Qwen2-VL's language model: 1e6).
+        dtype: floating dtype of the tables.
+
+    Returns:
+        ``(cos, sin)``, each of shape ``P + (head_dim,)`` (the leading 3 dropped), on the
+        device of ``position_ids``, for :func:`~posenc_core.rope.apply_rope` with
+        ``layout="half"``.
+    """
+    dtype = check.float_dtype("dtype", dtype)
+    device = position_ids.device if isinstance(position_ids, torch.Tensor) else None
+    pos = check.as_positions("position_ids", position_ids)  # (3,) + P, float64
+    if pos.dim() < 1 or pos.shape[0] != 3:
+        raise ValueError(
+            f"position_ids must have shape (3, ...) (temporal, height and width positions), "
+            f"got {tuple(pos.shape)}"
+        )
+    head_dim = check.even_int("head_dim", head_dim)
+    section = _mrope_section(mrope_section, head_dim)
+    base = check.base_value("base", base)
+    theta = rope_frequencies(head_dim, base=base).to(pos.device)  # (d/2,) float64
+    pieces, start = [], 0
+    for axis, n in enumerate(section):
+        pieces.append(pos[axis][..., None] * theta[start : start + n])  # P + (n,)
+        start += n
+    angles = torch.cat(pieces, -1)  # P + (d/2,)
+    return _half_tables(angles, dtype, device)
+
+
+def mrope_position_ids(segments: Sequence[tuple[str, object]]) -> torch.Tensor:
+    """Qwen2-VL's (temporal, height, width) position ids for one sequence of text and images.
+
+    Text tokens count up by one and get the same id on all three axes (1-D RoPE). The tokens
+    of an image (or video) with a (t, h, w) grid, in raster order (frame, row, column), get
+    ``(start + frame, start + row, start + col)``, where ``start`` is the id the next text
+    token would have had; the next segment starts at the image's largest id + 1, that is
+    ``start + max(t, h, w)``. Qwen2-VL, Sec. 2.1 ("position numbering for each modality is
+    initialized by incrementing the maximum position ID of the preceding modality by one").
+    Special tokens (``<|vision_start|>``, ``<|vision_end|>``) are text: count them in the
+    text segments around the image.
+
+    Equal to ``Qwen2VLModel.get_rope_index`` (transformers 5.23.0) in
+    ``tests/core/test_multi_axis.py`` whenever t <= max(h, w), which always holds for
+    images (Qwen2-VL gives every image t = 1). For t > max(h, w) transformers 5.23.0 moves the
+    next segment on by max(h, w) only (``current_pos += max(grid_thw[1], grid_thw[2]) //
+    spatial_merge_size``), so the next text reuses ids of the last frames; transformers 4.x
+    and the paper's rule, followed here, start it after them. Videos use the same rule with
+    one temporal step per frame of the grid (Qwen2-VL's); Qwen2.5-VL's absolute-time spacing
+    (``tokens_per_second * second_per_grid_ts``) is not implemented.
+
+    Args:
+        segments: a non-empty sequence of ``("text", n)`` with n a positive number of text
+            tokens, and ``("image", (t, h, w))`` or ``("video", (t, h, w))`` with positive
+            t, h, w: the grid in language-model tokens, after the spatial merge (Hugging
+            Face's ``grid_thw`` with h and w divided by ``spatial_merge_size``), t*h*w
+            tokens.
+
+    Returns:
+        int64 tensor of shape ``(3, s)``, s the total number of tokens, for
+        :func:`mrope_cos_sin`.
+    """
+    parts = _check_segments(segments)
+    columns, start = [], 0
+    for kind, size in parts:
+        if kind == "text":
+            ids = (start + torch.arange(size)).expand(3, size)  # (3, n)
+            start += size
+        else:
+            t, h, w = size
+            grid = torch.meshgrid(torch.arange(t), torch.arange(h), torch.arange(w), indexing="ij")
+            ids = start + torch.stack(grid).reshape(3, t * h * w)  # (3, t*h*w), raster order
+            start += max(t, h, w)
+        columns.append(ids)
+    return torch.cat(columns, 1)  # (3, s)
+
+
+def _check_segments(segments: object) -> list[tuple[str, object]]:
+    """Checked segments: ("text", n) or ("image" | "video", (t, h, w)), positive integers."""
+    if isinstance(segments, (str, bytes)) or not isinstance(segments, Sequence) or not segments:
+        raise TypeError(
+            f"segments must be a non-empty list of ('text', n) and ('image', (t, h, w)) pairs, "
+            f"got {segments!r}"
+        )
+    parts = []
+    for i, seg in enumerate(segments):
+        name = f"segments[{i}]"
+        if not isinstance(seg, Sequence) or isinstance(seg, (str, bytes)) or len(seg) != 2:
+            raise TypeError(
+                f"{name} must be a pair ('text', n), ('image', (t, h, w)) or "
+                f"('video', (t, h, w)), got {seg!r}"
+            )
+        kind, size = seg
+        kind = check.choice(f"{name}[0]", kind, _SEGMENT_KINDS)
+        if kind == "text":
+            parts.append((kind, check.positive_int(f"{name}[1]", size)))
+            continue
+        if (
+            isinstance(size, (str, bytes))
+            or not isinstance(size, Sequence)
+            or len(size) != 3
+            or not all(isinstance(v, numbers.Number) for v in size)
+        ):
+            raise TypeError(
+                f"{name}[1] must be a grid (t, h, w) of three positive integers, got {size!r}"
+            )
+        grid = tuple(check.positive_int(f"{name}[1][{j}]", v) for j, v in enumerate(size))
+        parts.append((kind, grid))
+    return parts
+
+
+# --------------------------------------------------------------------------- pairs and scores
+
+
+def pair_axes(head_dim: int, mrope_section: Sequence[int] | None = None) -> list[str]:
+    """The axis each pair 0 .. head_dim/2 - 1 turns with.
+
+    With ``mrope_section`` (M-RoPE, :func:`mrope_cos_sin`): ``"t"``, ``"h"``, ``"w"`` in
+    sections of those sizes. Without (axial 2-D, :func:`axial_rope_cos_sin`): ``"row"`` for
+    the first head_dim/4 pairs, ``"col"`` for the rest. Pair i's frequency falls with i in
+    M-RoPE (theta_i = base**(-2i/d)), and within each half in axial 2-D (theta_k,
+    k = i mod d/4).
+
+    Args:
+        head_dim: per-head width: positive and even with ``mrope_section``, a positive
+            multiple of 4 without.
+        mrope_section: three pair counts summing to head_dim/2, or None for axial 2-D.
+
+    Returns:
+        list of head_dim/2 axis names.
+    """
+    if mrope_section is None:
+        quarter = _axial_head_dim(head_dim) // 4
+        return [AXIAL_AXES[0]] * quarter + [AXIAL_AXES[1]] * quarter
+    section = _mrope_section(mrope_section, check.even_int("head_dim", head_dim))
+    return [axis for axis, n in zip(MROPE_AXES, section) for _ in range(n)]
+
+
+def _grid_args(grid_h, grid_w, query_row, query_col) -> tuple[int, int, int, int]:
+    grid_h = check.positive_int("grid_h", grid_h)
+    grid_w = check.positive_int("grid_w", grid_w)
+    query_row = check.int_in_range("query_row", query_row, 0, grid_h - 1)
+    query_col = check.int_in_range("query_col", query_col, 0, grid_w - 1)
+    return grid_h, grid_w, query_row, query_col
+
+
+def axial_score_grid(
+    grid_h: int,
+    grid_w: int,
+    query_row: int,
+    query_col: int,
+    head_dim: int,
+    *,
+    base: float = 10000.0,
+    q: torch.Tensor | None = None,
+    k: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Scores of one query patch against every patch of a grid under axial 2-D RoPE.
+
+    ``scores[r, c] = <R(query_row, query_col) q, R(r, c) k>`` with the rotations of
+    :func:`axial_rope_cos_sin`, in float64 and unscaled (no 1/sqrt(d)). It depends on the
+    positions only through the offset (r - query_row, c - query_col): every pair turns with
+    one axis, and within a pair RoPE's score depends only on the difference of angles.
+
+    Args:
+        grid_h, grid_w: positive grid height and width in patches.
+        query_row, query_col: the query patch, ``0 <= query_row < grid_h``,
+            ``0 <= query_col < grid_w``.
+        head_dim: a positive multiple of 4.
+        base: rope_theta, finite and > 1.
+        q, k: content vectors of shape ``(head_dim,)``, floating and finite; default all
+            ones, so that only position matters (the score at offset 0 is then head_dim).
+
+    Returns:
+        float64 tensor of shape ``(grid_h, grid_w)``.
+    """
+    grid_h, grid_w, query_row, query_col = _grid_args(grid_h, grid_w, query_row, query_col)
+    head_dim = _axial_head_dim(head_dim)
+    base = check.base_value("base", base)
+    q, k = _content("q", q, head_dim), _content("k", k, head_dim)
+    rows = torch.arange(grid_h).repeat_interleave(grid_w)  # (h*w,), raster order
+    cols = torch.arange(grid_w).repeat(grid_h)
+    cos, sin = axial_rope_cos_sin(rows, cols, head_dim, base=base, dtype=torch.float64)
+    keys = apply_rope(k.expand(grid_h * grid_w, head_dim), cos, sin)  # (h*w, d)
+    at = query_row * grid_w + query_col
+    query = apply_rope(q[None], cos[at : at + 1], sin[at : at + 1])  # (1, d)
+    return (keys @ query[0]).view(grid_h, grid_w)
+
+
+def raster_score_grid(
+    grid_h: int,
+    grid_w: int,
+    query_row: int,
+    query_col: int,
+    head_dim: int,
+    *,
+    base: float = 10000.0,
+    q: torch.Tensor | None = None,
+    k: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Scores of one query patch against every patch under 1-D RoPE on the raster index.
+
+    The patches are read row by row as a sequence, patch (r, c) at position r * grid_w + c
+    (what a text model would do with a flattened image), and rotated with
+    :func:`posenc_core.rope.rope_cos_sin`: ``scores[r, c] = <R(m) q, R(n) k>`` with m, n the
+    raster indices of the query and the key. The patch below the query is grid_w positions
+    away, further than the patch at the end of the query's row; compare
+    :func:`axial_score_grid`. Float64, unscaled.
+
+    Args:
+        grid_h, grid_w, query_row, query_col, head_dim, base, q, k: as in
+            :func:`axial_score_grid` (head_dim here need only be positive and even).
+
+    Returns:
+        float64 tensor of shape ``(grid_h, grid_w)``.
+    """
+    grid_h, grid_w, query_row, query_col = _grid_args(grid_h, grid_w, query_row, query_col)
+    head_dim = check.even_int("head_dim", head_dim)
+    base = check.base_value("base", base)
+    q, k = _content("q", q, head_dim), _content("k", k, head_dim)
+    cos, sin = rope_cos_sin(torch.arange(grid_h * grid_w), head_dim, base=base, dtype=torch.float64)
+    keys = apply_rope(k.expand(grid_h * grid_w, head_dim), cos, sin)  # (h*w, d)
+    at = query_row * grid_w + query_col
+    query = apply_rope(q[None], cos[at : at + 1], sin[at : at + 1])  # (1, d)
+    return (keys @ query[0]).view(grid_h, grid_w)

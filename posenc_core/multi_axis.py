@@ -257,7 +257,7 @@ def mrope_cos_sin(
             :func:`mrope_position_ids`), finite reals.
         head_dim: per-head width, positive and even.
         mrope_section: three non-negative pair counts (temporal, height, width) summing to
-            head_dim/2; :data:`QWEN2_VL_MROPE_SECTION` = (16, 24, 24) for head_dim 128.
+            head_dim/2; ``QWEN2_VL_MROPE_SECTION`` = (16, 24, 24) for head_dim 128.
         base: rope_theta, finite and > 1 (Qwen2-VL's language model: 1e6).
         dtype: floating dtype of the tables.
 
@@ -377,7 +377,10 @@ def pair_axes(head_dim: int, mrope_section: Sequence[int] | None = None) -> list
     sections of those sizes. Without (axial 2-D, :func:`axial_rope_cos_sin`): ``"row"`` for
     the first head_dim/4 pairs, ``"col"`` for the rest. Pair i's frequency falls with i in
     M-RoPE (theta_i = base**(-2i/d)), and within each half in axial 2-D (theta_k,
-    k = i mod d/4).
+    k = i mod d/4). These are the splits of transformers 5.23.0's ``Qwen2VLRotaryEmbedding``
+    (``recomposition_frequencies``) and ``Qwen2VLVisionRotaryEmbedding``;
+    ``tests/core/test_multi_axis.py`` checks that moving a token along one axis changes
+    exactly the pairs named for it.
 
     Args:
         head_dim: per-head width: positive and even with ``mrope_section``, a positive
@@ -419,6 +422,9 @@ def axial_score_grid(
     :func:`axial_rope_cos_sin`, in float64 and unscaled (no 1/sqrt(d)). It depends on the
     positions only through the offset (r - query_row, c - query_col): every pair turns with
     one axis, and within a pair RoPE's score depends only on the difference of angles.
+    ``tests/core/test_multi_axis.py`` checks it against the sum of two 1-D RoPE scores
+    (:func:`posenc_core.rope.rope_cos_sin` over head_dim/2 dims), one per axis, and that
+    moving the query and the keys by one 2-D offset leaves the scores unchanged.
 
     Args:
         grid_h, grid_w: positive grid height and width in patches.
@@ -463,7 +469,8 @@ def raster_score_grid(
     :func:`posenc_core.rope.rope_cos_sin`: ``scores[r, c] = <R(m) q, R(n) k>`` with m, n the
     raster indices of the query and the key. The patch below the query is grid_w positions
     away, further than the patch at the end of the query's row; compare
-    :func:`axial_score_grid`. Float64, unscaled.
+    :func:`axial_score_grid`. Float64, unscaled; ``tests/core/test_multi_axis.py`` checks
+    the patch below against the 1-D RoPE score at distance grid_w.
 
     Args:
         grid_h, grid_w, query_row, query_col, head_dim, base, q, k: as in

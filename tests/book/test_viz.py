@@ -10,6 +10,7 @@ import pytest
 import torch
 
 import posenc_core as pc
+from posenc_core import multi_axis
 from posenc_core.book import explorer_figures, viz
 from posenc_core.book.notebook import glue
 
@@ -199,3 +200,59 @@ def test_position_loss_figure_draws_each_curve_and_the_reference():
     assert labels[:3] == ["0", "L", "2L"]
     with pytest.raises(ValueError, match="panels must be a non-empty mapping"):
         viz.position_loss_figure({}, train_len=16)
+
+
+def test_pair_axis_figure_colours_each_pair_by_its_axis():
+    fig = viz.pair_axis_figure(128, (16, 24, 24))
+    ax = fig.axes[0]
+    image = ax.images[0]
+    index = np.asarray(image.get_array())
+    assert index.shape == (1, 64)
+    np.testing.assert_array_equal(index[0], [0] * 16 + [1] * 24 + [2] * 24)  # t, h, w
+    colours = [image.cmap(image.norm(v)) for v in (0, 1, 2)]
+    expected = [matplotlib.colors.to_rgba(viz.AXIS_COLOURS[a]) for a in ("t", "h", "w")]
+    assert colours == expected
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert legend == ["temporal", "height", "width"]
+    assert "frequency falls left to right" in ax.get_xlabel()
+    plt.close(fig)
+    schemes = {"axial 2-D": multi_axis.pair_axes(16), "M-RoPE": ["t"] * 2 + ["h"] * 6}
+    fig = viz.pair_axis_figure(schemes=schemes)
+    index = np.asarray(fig.axes[0].images[0].get_array())
+    np.testing.assert_array_equal(index, [[0] * 4 + [1] * 4, [2] * 2 + [3] * 6])
+    assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["axial 2-D", "M-RoPE"]
+    legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert legend == ["row", "column", "temporal", "height"]
+    plt.close(fig)
+    with pytest.raises(ValueError, match="same positive number of pairs"):
+        viz.pair_axis_figure(schemes={"a": ["t"], "b": ["t", "h"]})
+    with pytest.raises(ValueError, match="mrope_section must sum to head_dim/2 = 8"):
+        viz.pair_axis_figure(16, (1, 1, 1))
+
+
+def test_score_grid_figure_draws_the_grids_and_marks_the_query():
+    axial = multi_axis.axial_score_grid(5, 6, 2, 3, 16)
+    raster = multi_axis.raster_score_grid(5, 6, 2, 3, 16)
+    fig = viz.score_grid_figure([axial, raster], query=(2, 3), titles=["axial", "raster"])
+    panels, bar = fig.axes[:2], fig.axes[2]
+    for ax, grid in zip(panels, (axial, raster)):
+        image = ax.images[0]
+        np.testing.assert_array_equal(image.get_array(), grid.numpy())
+        assert image.get_cmap().name == "viridis"
+        lo, hi = min(axial.min(), raster.min()), max(axial.max(), raster.max())
+        assert image.get_clim() == (float(lo), float(hi))  # one colour scale
+        (mark,) = ax.patches
+        assert mark.get_xy() == (2.5, 1.5) and mark.get_width() == 1  # column 3, row 2
+    assert [ax.get_title() for ax in panels] == ["axial", "raster"]
+    assert bar.get_ylabel() == "score"
+    plt.close(fig)
+    fig = viz.score_grid_figure(axial, cmap="cividis")
+    assert len(fig.axes) == 2 and not fig.axes[0].patches
+    assert fig.axes[0].images[0].get_cmap().name == "cividis"
+    plt.close(fig)
+    with pytest.raises(ValueError, match=r"scores must be one or more \(h, w\) grids of one shape"):
+        viz.score_grid_figure([axial, raster[:2]])
+    with pytest.raises(ValueError, match=r"query\[0\] must be an integer in 0\.\.4, got 5"):
+        viz.score_grid_figure(axial, query=(5, 0))
+    with pytest.raises(ValueError, match="cmap must be one of 'viridis', 'cividis'"):
+        viz.score_grid_figure(axial, cmap="jet")

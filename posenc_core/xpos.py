@@ -1,0 +1,457 @@
+"""xPos: RoPE whose queries and keys are also scaled, so that scores decay with distance
+(Sun et al. 2022, "A Length-Extrapolatable Transformer", arXiv 2212.10554, ACL 2023).
+
+Each pair i < d/2 of a head is rotated by RoPE's angle n * theta_i and, in addition, the query
+at position n is multiplied by zeta_i ** ((n - c) / B) and the key at position m by
+zeta_i ** (-(m - c) / B), with::
+
+    zeta_i = (2i/d + gamma) / (1 + gamma),   gamma = 0.4,   B = scale_base = 512
+
+(the paper's zeta, with i / (d/2) = 2i/d). The score of pair i between query n and key m is
+then RoPE's score times zeta_i ** ((n - m) / B): a decay for keys behind the query (n > m, the
+only ones a causal mask keeps) and a growth for keys ahead of it, which is why xPos is used
+with a causal mask. The lowest pair (i = 0, the highest frequency theta_0 = 1) decays fastest,
+zeta_0 = gamma / (1 + gamma) = 2/7 whatever d is; the last one barely, zeta_{d/2-1} -> 1.
+
+**The centre c.** It cancels in every score, but not in the scales themselves: each grows or
+shrinks like exp(|n - c| * (-log zeta_0) / B), so the key scale overflows a dtype once
+|n - c| reaches :func:`xpos_overflow_position` (4533 for float16 with the defaults, about 36k
+for bfloat16/float32), and the query scale, its inverse, falls below 1 / finfo.max there
+(subnormal in float16, so it has lost bits even earlier). Both references
+centre the positions on the sequence to halve the exponent range:
+
+* rotary-embedding-torch 0.9.1 (``RotaryEmbedding(dim, use_xpos=True)``,
+  ``rotate_queries_and_keys`` and ``get_scale``): ``power = (t - len(t) // 2) / scale_base``,
+  so c = s // 2 for positions 0 .. s-1; pairs interleaved (dims 2i, 2i+1; its ``rotate_half``
+  rotates every two).
+* torchscale (``torchscale/component/xpos_relative_position.py``, class ``XPOS``): positions
+  ``arange(min_pos, max_pos)`` with ``min_pos = -(length + offset) // 2``, i.e. c = ceil(L/2)
+  for L = length + offset positions 0 .. L-1 (not floor(L/2): they differ for odd L); pairs
+  interleaved (``rotate_every_two``, ``duplicate_interleave``). While decoding it re-scales
+  the whole (unscaled) cached key sequence every step with the query's L, so q and k always
+  share the centre.
+
+:class:`XPosEmbedding` with ``center=None`` uses rotary-embedding-torch's rule; pass
+``center=(s + 1) // 2`` for torchscale's. Layout ``"half"`` (the default here, as in
+:mod:`posenc_core.rope`) pairs dims (i, i + d/2) with the same zeta_i on both.
+
+Precision: zeta, the exponents and the scales are computed in float64 and rounded once;
+:class:`XPosEmbedding` rotates and scales in float64 and rounds the result once to the inputs'
+dtype, so low-precision inputs get the exact formula rounded once. Overflow is never silent:
+a scale (or a scaled query/key) that becomes infinite in the requested dtype raises
+``ValueError`` naming the position. Tests: ``tests/core/test_xpos.py`` (rotary-embedding-torch,
+a float64 formula written out from the paper for both layouts, relativity, overflow).
+
+Notation for tensor shapes: d = head_dim, s = sequence, P = any shape of positions, K = any
+shape of distances, ``...`` leading dims such as (b, h).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from . import _validation as check
+from ._numerics import round_once
+from .rope import apply_rope, rope_angles, rope_cos_sin
+
+__all__ = [
+    "XPosEmbedding",
+    "xpos_overflow_position",
+    "xpos_scales",
+    "xpos_score_vs_distance",
+    "xpos_zeta",
+]
+
+_DTYPE_NAMES = {
+    torch.float16: "float16",
+    torch.bfloat16: "bfloat16",
+    torch.float32: "float32",
+    torch.float64: "float64",
+}
+
+
+# --------------------------------------------------------------------------- checks
+
+
+def _check_gamma(gamma: object) -> float:
+    gamma = check.real_number("gamma", gamma)
+    if gamma <= 0:
+        raise ValueError(
+            f"gamma must be a finite number > 0 (zeta_i = (2i/d + gamma) / (1 + gamma) lies in "
+            f"(0, 1) only then; the paper uses 0.4), got {gamma}"
+        )
+    return gamma
+
+
+def _check_scale_base(scale_base: object) -> float:
+    scale_base = check.real_number("scale_base", scale_base)
+    if scale_base <= 0:
+        raise ValueError(
+            f"scale_base must be a finite number > 0 (the exponent is (n - center) / "
+            f"scale_base; the paper uses 512), got {scale_base}"
+        )
+    return scale_base
+
+
+# --------------------------------------------------------------------------- the formula
+
+
+def xpos_zeta(head_dim: int, *, gamma: float = 0.4) -> torch.Tensor:
+    """The per-pair decay bases zeta_i = (2i/d + gamma) / (1 + gamma), i = 0 .. d/2 - 1.
+
+    Sun et al. 2022, the xPos definition (their i / (d/2) is 2i/d); the same values as
+    rotary-embedding-torch's and torchscale's ``(arange(0, d, 2) + 0.4 d) / (1.4 d)`` buffer
+    (checked in ``tests/core/test_xpos.py``). Increasing in i, from gamma / (1 + gamma) (pair
+    0, RoPE's fastest rotation) towards 1.
+
+    Args:
+        head_dim: per-head width d, positive and even.
+        gamma: > 0; 0.4 in the paper and both references.
+
+    Returns:
+        float64 tensor of shape ``(d/2,)``.
+    """
+    d = check.even_int("head_dim", head_dim)
+    return _zeta(d, _check_gamma(gamma))
+
+
+def _zeta(d: int, gamma: float) -> torch.Tensor:
+    i = torch.arange(d // 2, dtype=torch.float64)  # (d/2,)
+    return (2 * i / d + gamma) / (1 + gamma)
+
+
+def _log_scales(pos: torch.Tensor, d: int, scale_base: float, gamma: float, center: float):
+    """log of the query scale, ((n - c) / B) * log zeta_i, in float64: P -> P + (d/2,).
+    The key scale's log is its negative."""
+    log_zeta = torch.log(_zeta(d, gamma)).to(pos.device)  # (d/2,)
+    return ((pos - center) / scale_base).unsqueeze(-1) * log_zeta  # P + (d/2,)
+
+
+def _spread(t: torch.Tensor, layout: str) -> torch.Tensor:
+    """P + (d/2,) per-pair values -> P + (d,), laid out as rope_cos_sin lays out its tables."""
+    if layout == "half":
+        return torch.cat((t, t), -1)  # dims i and i + d/2
+    return t.repeat_interleave(2, -1)  # dims 2i and 2i + 1
+
+
+def xpos_scales(
+    positions: torch.Tensor | int | float | list,
+    head_dim: int,
+    *,
+    scale_base: float = 512.0,
+    gamma: float = 0.4,
+    center: float = 0.0,
+    layout: str = "half",
+    dtype: torch.dtype = torch.float32,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """xPos's query and key scales, zeta_i ** ((n - center) / B) and its inverse.
+
+    Computed in float64 as exp(((n - center) / B) * log zeta_i) and rounded once to ``dtype``;
+    laid out like :func:`~posenc_core.rope.rope_cos_sin`'s tables, so that
+    ``apply_rope(q, cos, sin) * q_scale`` is xPos's query (Sun et al. 2022; rotary-embedding-
+    torch's ``get_scale`` with ``center = s // 2`` and ``layout="interleaved"``).
+
+    Args:
+        positions: finite real positions n, any shape ``P``.
+        head_dim: per-head width d, positive and even.
+        scale_base: B > 0 (512 in the paper and both references).
+        gamma: > 0 (0.4), see :func:`xpos_zeta`.
+        center: c, a finite real number; it cancels in every score q'(n) . k'(m) but decides
+            where the scales overflow (see :func:`xpos_overflow_position`).
+        layout: ``"half"`` (zeta_i on dims i and i + d/2: ``cat(z, z)``) or ``"interleaved"``
+            (zeta_i on dims 2i and 2i + 1).
+        dtype: floating dtype of the tables.
+
+    Returns:
+        ``(q_scale, k_scale)``, each of shape ``P + (head_dim,)`` and dtype ``dtype``, on the
+        device of ``positions``; ``k_scale`` is the exact reciprocal of ``q_scale`` rounded.
+
+    Raises:
+        ValueError: if a scale is infinite in ``dtype`` (|n - center| at or beyond
+            :func:`xpos_overflow_position`); the message names the first such position.
+    """
+    check.layout("layout", layout)
+    dtype = check.float_dtype("dtype", dtype)
+    device = positions.device if isinstance(positions, torch.Tensor) else None
+    pos = check.as_positions("positions", positions)  # P, float64
+    d = check.even_int("head_dim", head_dim)
+    scale_base = _check_scale_base(scale_base)
+    gamma = _check_gamma(gamma)
+    center = check.real_number("center", center)
+    log_q = _log_scales(pos, d, scale_base, gamma, center)  # P + (d/2,)
+    q_scale, k_scale = round_once(torch.exp(log_q), dtype), round_once(torch.exp(-log_q), dtype)
+    _refuse_overflow(pos, center, q_scale, k_scale, dtype, d, scale_base, gamma)
+    q_scale, k_scale = _spread(q_scale, layout), _spread(k_scale, layout)  # P + (d,)
+    return q_scale.to(device=device), k_scale.to(device=device)
+
+
+def _refuse_overflow(
+    pos: torch.Tensor,
+    center: float,
+    q_scale: torch.Tensor,
+    k_scale: torch.Tensor,
+    dtype: torch.dtype,
+    d: int,
+    scale_base: float,
+    gamma: float,
+) -> None:
+    """ValueError naming the first position (in ``pos``'s flattened order) whose query or key
+    scale (P + (d/2,), already in ``dtype``) is infinite."""
+    bad = (torch.isinf(q_scale) | torch.isinf(k_scale)).any(-1).flatten()  # (prod P,)
+    if not bool(bad.any()):
+        return
+    n = pos.flatten()[bad.nonzero()[0, 0]].item()
+    raise ValueError(_overflow_message("the xPos scales", n, center, dtype, d, scale_base, gamma))
+
+
+def _overflow_message(
+    what: str, n: float, center: float, dtype: torch.dtype, d: int, scale_base: float, gamma: float
+) -> str:
+    limit = _overflow_position(d, dtype, scale_base, gamma)
+    wider = "; ".join(
+        f"{_DTYPE_NAMES[t]} {_overflow_position(d, t, scale_base, gamma)}"
+        for t in (torch.float32, torch.float64)
+        if torch.finfo(t).max > torch.finfo(dtype).max
+    )
+    return (
+        f"{what} overflow {_DTYPE_NAMES[dtype]} at position {n:g} (|n - center| = "
+        f"{abs(n - center):g} with center={center:g}): zeta_0 ** (-|n - center| / scale_base) "
+        f"rounds to infinity, past the largest finite {_DTYPE_NAMES[dtype]} value "
+        f"{torch.finfo(dtype).max:.5g}, once |n - center| >= {limit} (xpos_overflow_position, "
+        f"scale_base={scale_base:g}, "
+        f"gamma={gamma:g}). Centre the positions (a center in the middle of the sequence "
+        f"halves |n - center|; it does not change any score) or use a wider dtype"
+        + (f" (limits: {wider})" if wider else "")
+    )
+
+
+def xpos_overflow_position(
+    head_dim: int, dtype: torch.dtype, *, scale_base: float = 512.0, gamma: float = 0.4
+) -> int:
+    """The smallest integer |n - center| at which an xPos scale is infinite in ``dtype``.
+
+    The largest scale is pair 0's, zeta_0 ** (-|n - center| / B) (the key's for n > center,
+    the query's for n < center), with zeta_0 = gamma / (1 + gamma) whatever head_dim is, so
+    the answer does not depend on head_dim. Closed form: rounding to nearest gives infinity
+    from finfo.max + ulp(finfo.max) / 2 = (2 - eps/2) * 2**emax on, so the answer is the
+    smallest integer N with N * (-log zeta_0) / B >= log((2 - eps/2) * 2**emax), i.e.
+    ceil(log(threshold) * B / -log(zeta_0)) (with log(finfo.max) in place of the threshold
+    the bound would be early by about 0.1 position for float16 and 1.6 for bfloat16, whose
+    top ulp is 2**-7 of the value). Checked in ``tests/core/test_xpos.py`` against computing
+    the scale in float64 and rounding it to each dtype. With the defaults: float16 4533,
+    bfloat16 36260, float32 36261, float64 290086. At the same |n - center| the other scale,
+    the inverse, is below 1 / finfo.max: for float16 that is subnormal, and the scaled query
+    loses precision before the key overflows (from |n - center| of about 3966 on). The scaled
+    key R k * scale overflows earlier when |k| > 1: by B * log(2) / -log(zeta_0), 283
+    positions with the defaults, per doubling of |k| (:class:`XPosEmbedding` refuses that too).
+
+    Args:
+        head_dim: per-head width d, positive and even (checked; it does not change the result).
+        dtype: float16, bfloat16, float32 or float64.
+        scale_base: B > 0.
+        gamma: > 0.
+
+    Returns:
+        int N: |n - center| <= N - 1 is finite, N is not.
+    """
+    d = check.even_int("head_dim", head_dim)
+    dtype = check.float_dtype("dtype", dtype)
+    return _overflow_position(d, dtype, _check_scale_base(scale_base), _check_gamma(gamma))
+
+
+def _overflow_position(d: int, dtype: torch.dtype, scale_base: float, gamma: float) -> int:
+    info = torch.finfo(dtype)
+    emax = math.frexp(info.max)[1] - 1  # finfo.max = (2 - eps) * 2**emax
+    log_threshold = math.log(2 - info.eps / 2) + emax * math.log(2)  # rounds to inf from here
+    rate = -math.log(gamma / (1 + gamma)) / scale_base  # -log(zeta_0) / B, per position
+    return math.ceil(log_threshold / rate)
+
+
+# --------------------------------------------------------------------------- the module
+
+
+class XPosEmbedding(nn.Module):
+    """xPos for query and key tensors: RoPE (:func:`~posenc_core.rope.rope_cos_sin` and
+    :func:`~posenc_core.rope.apply_rope`, as :class:`~posenc_core.rope.RotaryEmbedding`
+    rotates) followed by the scales of :func:`xpos_scales`.
+
+    q'(n) = R_n q * zeta ** ((n - c) / B) and k'(m) = R_m k * zeta ** (-(m - c) / B) per pair,
+    so q'(n) . k'(m) = sum_i [RoPE's pair-i score] * zeta_i ** ((n - m) / B) (Sun et al. 2022).
+    Rotation and scaling are evaluated in float64 and rounded once to the inputs' dtype, so
+    bfloat16/float16 inputs get the float64 formula rounded once; with ``layout="interleaved"``
+    and ``center=None`` it matches rotary-embedding-torch's ``rotate_queries_and_keys``
+    (``tests/core/test_xpos.py``).
+
+    **Self-attention only.** q and k are scaled for the same positions; keys kept in a cache
+    must have been scaled with the same centre as every later query, or the scores pick up a
+    factor zeta_i ** ((c_q - c_k) / B) that differs between pairs (and so does not cancel in
+    the softmax). ``center=None`` re-centres on each call's positions, so for decoding with a
+    cache pass one explicit ``center`` for the whole sequence (0, or half the longest length
+    you expect), or do as torchscale does and re-scale all the (unscaled) cached keys with the
+    queries' centre on every step. (rotary-embedding-torch 0.9.1's
+    ``rotate_queries_with_cached_keys`` centres queries on q_len // 2 and keys on
+    k_len // 2, so its scores differ from its full-sequence path when q_len != k_len.)
+
+    Args:
+        head_dim: per-head width d, positive and even.
+        base: RoPE's base (rope_theta), > 1.
+        scale_base: B > 0 (512).
+        gamma: > 0 (0.4), see :func:`xpos_zeta`.
+        layout: ``"half"`` (pairs (i, i + d/2)) or ``"interleaved"`` (pairs (2i, 2i + 1), the
+            references').
+    """
+
+    def __init__(
+        self,
+        head_dim: int,
+        *,
+        base: float = 10000.0,
+        scale_base: float = 512.0,
+        gamma: float = 0.4,
+        layout: str = "half",
+    ) -> None:
+        super().__init__()
+        self.head_dim = check.even_int("head_dim", head_dim)
+        self.base = check.base_value("base", base)
+        self.scale_base = _check_scale_base(scale_base)
+        self.gamma = _check_gamma(gamma)
+        self.layout = check.layout("layout", layout)
+
+    def forward(
+        self,
+        q: torch.Tensor,
+        k: torch.Tensor,
+        positions: torch.Tensor | int | None = None,
+        *,
+        center: float | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Rotate and scale queries and keys.
+
+        Args:
+            q: ``(..., s, head_dim)`` floating tensor, e.g. ``(b, h, s, d)``.
+            k: ``(..., s, head_dim)``, the same s (and positions) as ``q``.
+            positions: None (0 .. s-1), an int offset o >= 0 (o .. o+s-1), or a finite real
+                tensor of shape ``(s,)``.
+            center: None: c = floor((p_min + p_max + 1) / 2) over the given positions, which
+                is s // 2 for 0 .. s-1, rotary-embedding-torch's ``len(t) // 2`` (torchscale
+                uses ceil(s/2): pass ``center=(s + 1) // 2`` to match it); a real number: that
+                centre (needed for decoding with a cache, see the class docstring).
+
+        Returns:
+            ``(q', k')`` with the shapes and dtypes of ``q`` and ``k``.
+
+        Raises:
+            ValueError: where a scale, or a scaled query or key, overflows the inputs' dtype
+                (see :func:`xpos_overflow_position`), naming the first position.
+        """
+        pos = self._check_inputs(q, k, positions)  # (s,), float64, on q's device
+        if center is None:
+            center = math.floor((pos.min().item() + pos.max().item() + 1) / 2) if len(pos) else 0
+        center = check.real_number("center", center)
+        d, B, gamma = self.head_dim, self.scale_base, self.gamma
+        log_q = _log_scales(pos, d, B, gamma, center)  # (s, d/2)
+        q_scale, k_scale = torch.exp(log_q), torch.exp(-log_q)  # (s, d/2) float64
+        for t in {q.dtype, k.dtype}:  # the scales themselves must fit the inputs' dtype
+            _refuse_overflow(
+                pos, center, round_once(q_scale, t), round_once(k_scale, t), t, d, B, gamma
+            )
+        cos, sin = rope_cos_sin(
+            pos, d, base=self.base, layout=self.layout, dtype=torch.float64
+        )  # (s, d) each
+        out = []
+        for name, x, scale in (("q", q, q_scale), ("k", k, k_scale)):
+            y = apply_rope(x.to(torch.float64), cos, sin, layout=self.layout)  # (..., s, d)
+            y = round_once(y * _spread(scale, self.layout), x.dtype)
+            bad = torch.isinf(y) & torch.isfinite(x)  # (..., s, d)
+            if bool(bad.any()):
+                n = pos[bad.nonzero()[0, -2]].item()
+                what = f"the scaled {'queries' if name == 'q' else 'keys'} ({name} times its scale)"
+                raise ValueError(_overflow_message(what, n, center, x.dtype, d, B, gamma))
+            out.append(y)
+        return out[0], out[1]
+
+    def _check_inputs(
+        self, q: torch.Tensor, k: torch.Tensor, positions: torch.Tensor | int | None
+    ) -> torch.Tensor:
+        """Check forward's arguments; return the positions as a float64 (s,) tensor."""
+        check.tensor("q", q, min_dim=2, floating=True)
+        check.tensor("k", k, min_dim=2, floating=True)
+        for name, t in (("q", q), ("k", k)):
+            if t.shape[-1] != self.head_dim:
+                raise ValueError(
+                    f"{name} must have last dimension head_dim={self.head_dim}, "
+                    f"got shape {tuple(t.shape)}"
+                )
+        s = q.shape[-2]
+        if k.shape[-2] != s:
+            raise ValueError(
+                f"q and k must have the same sequence length (xPos scales both for the same "
+                f"positions: self-attention), got {s} and {k.shape[-2]}; for decoding with a "
+                "cache pass an explicit center and scale each new key once"
+            )
+        if k.device != q.device:
+            raise ValueError(f"q and k must be on one device, got {q.device} and {k.device}")
+        if positions is None or isinstance(positions, int) and not isinstance(positions, bool):
+            offset = check.non_negative_int(
+                "positions (offset)", 0 if positions is None else positions
+            )
+            return torch.arange(offset, offset + s, dtype=torch.float64, device=q.device)
+        check.tensor("positions", positions, min_dim=1)
+        if positions.dim() != 1 or positions.shape[0] != s:
+            raise ValueError(
+                f"positions must have shape (s,) with s={s} (one sequence of positions shared "
+                f"by q and k), got {tuple(positions.shape)}"
+            )
+        return check.as_positions("positions", positions).to(q.device)  # (s,) float64
+
+    def extra_repr(self) -> str:
+        return (
+            f"head_dim={self.head_dim}, base={self.base:g}, scale_base={self.scale_base:g}, "
+            f"gamma={self.gamma:g}, layout={self.layout!r}"
+        )
+
+
+# --------------------------------------------------------------------------- analysis
+
+
+def xpos_score_vs_distance(
+    distances: torch.Tensor | list | int,
+    head_dim: int,
+    *,
+    base: float = 10000.0,
+    scale_base: float = 512.0,
+    gamma: float = 0.4,
+) -> torch.Tensor:
+    """The xPos score q'(n) . k'(m) / head_dim for q = k = all ones, against the distance.
+
+    Each pair contributes 2 cos(theta_i * delta) * zeta_i ** (delta / B), so the curve is
+    ``mean_i cos(theta_i * delta) * zeta_i ** (delta / B)``: the normalisation of
+    :func:`~posenc_core.analysis.rope_score_vs_distance` (score / head_dim, 1 at distance 0),
+    so that both can be drawn on one axis; with B -> infinity it is RoPE's curve. Sign
+    convention: delta = n - m, the **query's position minus the key's**, >= 0 for every key a
+    causal mask keeps; for delta > 0 the curve lies within +-mean_i zeta_i ** (delta / B)
+    <= zeta_{d/2-1} ** (delta / B) and decays, for delta < 0 (keys ahead of the query) its
+    envelope grows. (rope_score_vs_distance writes its distance as key minus query, but with
+    all-ones vectors RoPE's curve is even, so the two agree on delta >= 0.) Sun et al. 2022;
+    checked in ``tests/core/test_xpos.py`` against :class:`XPosEmbedding`'s scores.
+
+    Args:
+        distances: any shape ``K`` of finite real distances delta = n - m.
+        head_dim: per-head width d, positive and even.
+        base: RoPE's base, > 1.
+        scale_base: B > 0.
+        gamma: > 0.
+
+    Returns:
+        float64 tensor of shape ``K``.
+    """
+    dist = check.as_positions("distances", distances)  # K, float64
+    d = check.even_int("head_dim", head_dim)
+    scale_base = _check_scale_base(scale_base)
+    gamma = _check_gamma(gamma)
+    angles = rope_angles(dist, d, base=base)  # K + (d/2,)
+    decay = torch.exp(_log_scales(dist, d, scale_base, gamma, 0.0))  # K + (d/2,)
+    return (torch.cos(angles) * decay).mean(-1)  # K

@@ -25,6 +25,10 @@ The positional scheme, one entry of :data:`SCHEMES` (one small builder each, no 
 * ``"rope"``: :class:`~posenc_core.rope.RotaryEmbedding` on queries and keys in every layer;
   its scaling can be switched at inference with :meth:`ByteLM.set_rope_scaling` (the weights
   stay as trained); ``rotary_dim`` rotates only the first dims of each head (partial rotary).
+* ``"xpos"``: :class:`~posenc_core.xpos.XPosEmbedding` on queries and keys in every layer: RoPE
+  whose scores also decay as zeta_i ** ((n - m) / B) per pair (Sun et al. 2022), with
+  ``xpos_scale_base`` B (the study: L/2, the paper's ratio of 512 to its training length 1024),
+  centred on each call's positions.
 * ``"alibi"``: the causal ALiBi bias ``-m_h (i - j)`` with the slopes of Press et al. 2022
   (:func:`~posenc_core.alibi.alibi_bias`), in every layer.
 * ``"t5"``: T5's causal bucketed relative bias (:class:`~posenc_core.t5_bias.T5RelativePositionBias`
@@ -52,6 +56,7 @@ from ..learned import LearnedPositionalEmbedding
 from ..rope import RopeScaling, RotaryEmbedding, parse_scaling
 from ..sinusoidal import SinusoidalPositionalEncoding
 from ..t5_bias import T5RelativePositionBias
+from ..xpos import XPosEmbedding, xpos_scales
 
 __all__ = ["SCHEMES", "ByteLM"]
 
@@ -61,7 +66,7 @@ VOCAB = 256
 class _Attention(nn.Module):
     """Causal multi-head self-attention with an optional rotary embedding and additive bias."""
 
-    def __init__(self, d_model: int, n_heads: int, rope: RotaryEmbedding | None) -> None:
+    def __init__(self, d_model: int, n_heads: int, rope: RotaryEmbedding | _XPos | None) -> None:
         super().__init__()
         self.n_heads = n_heads
         self.qkv = nn.Linear(d_model, 3 * d_model)
@@ -79,7 +84,7 @@ class _Attention(nn.Module):
 
 
 class _Block(nn.Module):
-    def __init__(self, d_model: int, n_heads: int, rope: RotaryEmbedding | None) -> None:
+    def __init__(self, d_model: int, n_heads: int, rope: RotaryEmbedding | _XPos | None) -> None:
         super().__init__()
         self.ln1, self.ln2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
         self.attn = _Attention(d_model, n_heads, rope)
@@ -97,6 +102,7 @@ class _Scheme(NamedTuple):
 
     embedding: Callable[[ByteLM], nn.Module | None] = lambda m: None
     rope: bool = False
+    xpos: bool = False
     bias: Callable[[ByteLM], nn.Module | None] = lambda m: None
     vaswani_embedding: bool = False
 
@@ -120,6 +126,48 @@ class _Sinusoidal(nn.Module):
                 zeros = torch.zeros(x.shape[-2], x.shape[-1], device=x.device)
                 self._cache = {key: self.table(zeros)}  # (s, d)
         return x + self._cache[key].to(x.dtype)
+
+
+class _XPos(nn.Module):
+    """xPos for training: the cached float32 rotation of
+    :class:`~posenc_core.rope.RotaryEmbedding`, then the query and key scale tables of
+    :func:`~posenc_core.xpos.xpos_scales` (float64, rounded once), cached per length and
+    centred on the call's positions as :class:`~posenc_core.xpos.XPosEmbedding` centres them.
+
+    The same function as :class:`~posenc_core.xpos.XPosEmbedding` to float32 rounding
+    (``tests/book/test_lm.py``) and faster in training: the reference module evaluates
+    everything in float64 on every call.
+    """
+
+    def __init__(self, head_dim: int, base: float, scale_base: float) -> None:
+        super().__init__()
+        XPosEmbedding(head_dim, base=base, scale_base=scale_base)  # refuse bad settings now
+        self.rotary = RotaryEmbedding(head_dim, base=base)
+        self.head_dim, self.base, self.scale_base = head_dim, base, scale_base
+        self._cache: dict[tuple, tuple[torch.Tensor, torch.Tensor]] = {}
+
+    def forward(
+        self, q: torch.Tensor, k: torch.Tensor, positions: torch.Tensor | int | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        s = q.shape[-2]
+        if positions is None or isinstance(positions, int):
+            pos = torch.arange(s) + (positions or 0)
+        elif positions.dim() == 1:
+            pos = positions.cpu()
+        else:
+            raise ValueError(
+                f"xPos takes one sequence of positions, shape (s,), got {tuple(positions.shape)}"
+            )
+        key = (tuple(pos.tolist()), q.dtype, q.device)
+        if key not in self._cache:
+            center = (int(pos.min()) + int(pos.max()) + 1) // 2
+            qs, ks = xpos_scales(
+                pos, self.head_dim, scale_base=self.scale_base, center=center, dtype=q.dtype
+            )
+            self._cache = {key: (qs.to(q.device), ks.to(q.device))}
+        qs, ks = self._cache[key]
+        q, k = self.rotary(q, k, positions)
+        return q * qs, k * ks
 
 
 class _AlibiBias(nn.Module):
@@ -164,6 +212,7 @@ SCHEMES: dict[str, _Scheme] = {
         embedding=lambda m: LearnedPositionalEmbedding(m.max_len, m.d_model, init_std=0.02)
     ),
     "rope": _Scheme(rope=True),
+    "xpos": _Scheme(xpos=True),
     "alibi": _Scheme(bias=lambda m: _AlibiBias(m.n_heads)),
     "t5": _Scheme(
         bias=lambda m: _T5Bias(m.n_heads, m.t5_num_buckets, m.t5_max_distance, m.d_model)
@@ -188,6 +237,7 @@ class ByteLM(nn.Module):
             Hugging Face-style dict); only with ``scheme="rope"``.
         t5_num_buckets, t5_max_distance: T5's causal buckets (``"t5"`` only; the study: 32 and
             L, see :class:`~posenc_core.book.lm_study.LMStudyConfig`).
+        xpos_scale_base: xPos's B (``"xpos"`` only).
         rotary_dim: RoPE rotates only the first ``rotary_dim`` dims of each head, with
             frequencies over that width (partial rotary, as GPT-NeoX and Pythia); None: the whole
             head. ``"rope"`` only.
@@ -210,6 +260,7 @@ class ByteLM(nn.Module):
         t5_num_buckets: int = 32,
         t5_max_distance: int = 64,
         rotary_dim: int | None = None,
+        xpos_scale_base: float = 512.0,
     ) -> None:
         super().__init__()
         self.scheme = check.choice("scheme", scheme, tuple(SCHEMES))
@@ -238,13 +289,13 @@ class ByteLM(nn.Module):
         self.embed = nn.Embedding(VOCAB, d_model)
         self.pos = variant.embedding(self)
         self.bias = variant.bias(self)
-        self.rope = (
-            RotaryEmbedding(
+        self.rope: RotaryEmbedding | _XPos | None = None
+        if variant.rope:
+            self.rope = RotaryEmbedding(
                 d_model // n_heads, base=self.base, scaling=rope_scaling, rotary_dim=rotary_dim
             )
-            if variant.rope
-            else None
-        )
+        elif variant.xpos:
+            self.rope = _XPos(d_model // n_heads, self.base, xpos_scale_base)
         self.blocks = nn.ModuleList(_Block(d_model, n_heads, self.rope) for _ in range(n_layers))
         self.ln_f = nn.LayerNorm(d_model)
         self.embed_scale = math.sqrt(d_model) if variant.vaswani_embedding else 1.0
@@ -280,7 +331,7 @@ class ByteLM(nn.Module):
         Raises:
             ValueError: the model's scheme is not ``"rope"``, or the scaling is invalid.
         """
-        if self.rope is None:
+        if not isinstance(self.rope, RotaryEmbedding):
             raise ValueError(
                 f"set_rope_scaling needs a model with scheme 'rope', this one is {self.scheme!r}"
             )
@@ -294,7 +345,7 @@ class ByteLM(nn.Module):
     @property
     def rope_scaling(self) -> RopeScaling | None:
         """The RoPE scaling in use (None for other schemes)."""
-        return None if self.rope is None else self.rope.scaling
+        return self.rope.scaling if isinstance(self.rope, RotaryEmbedding) else None
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         """Next-byte logits.

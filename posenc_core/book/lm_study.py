@@ -127,6 +127,7 @@ CODE_MODULES = (
     "book.lm",
     "book.corpus",
     "attention",
+    "xpos",
     "rope",
     "alibi",
     "t5_bias",
@@ -143,7 +144,13 @@ class LMStudyConfig:
     """The language-model study's configuration; the defaults are the book's CPU run.
 
     Args:
-        schemes: positional schemes, drawn from :data:`~posenc_core.book.lm.SCHEMES`.
+        schemes: positional schemes, drawn from :data:`~posenc_core.book.lm.SCHEMES` (the
+            book: the six of chapter 5's comparison).
+        extra_schemes: more schemes, trained and evaluated like ``schemes`` (first seed's
+            checkpoint kept) but reported only where a chapter asks for them (the book:
+            ``("xpos",)``, for chapter 9); empty: none.
+        xpos_scale_base: xPos's B; None: L/2 (Sun et al. use 512 for a training length of
+            1024).
         seeds: at least one non-negative seed (the book: 3); a seed fixes the initialisation,
             the training windows and the fine-tune windows.
         train_len: L, the training length in bytes.
@@ -179,7 +186,9 @@ class LMStudyConfig:
         TypeError, ValueError: naming the option, the value and what is allowed.
     """
 
-    schemes: tuple[str, ...] = tuple(SCHEMES)
+    schemes: tuple[str, ...] = ("none", "sinusoidal", "learned", "rope", "alibi", "t5")
+    extra_schemes: tuple[str, ...] = ("xpos",)
+    xpos_scale_base: float | None = None
     seeds: tuple[int, ...] = (0, 1, 2)
     train_len: int = 64
     eval_factor: int = 8
@@ -224,13 +233,23 @@ class LMStudyConfig:
             put("finetune_batch", check.positive_int("finetune_batch", self.finetune_batch))
         for name, allowed in (
             ("schemes", tuple(SCHEMES)),
+            ("extra_schemes", tuple(SCHEMES)),
             ("methods", tuple(METHODS)),
             ("finetune_methods", tuple(METHODS)),
         ):
             put(name, tuple(check.choice(name[:-1], x, allowed) for x in _listed(self, name)))
-        for name in ("methods", "finetune_methods", "schemes"):
+        for name in ("methods", "finetune_methods", "schemes", "extra_schemes"):
             if len(set(getattr(self, name))) != len(getattr(self, name)):
                 raise ValueError(f"{name} must not repeat an entry, got {getattr(self, name)}")
+        if set(self.schemes) & set(self.extra_schemes):
+            raise ValueError(
+                f"extra_schemes {self.extra_schemes} must not repeat schemes {self.schemes}"
+            )
+        if self.xpos_scale_base is not None:
+            value = check.real_number("xpos_scale_base", self.xpos_scale_base)
+            if not value > 0:
+                raise ValueError(f"xpos_scale_base must be > 0, got {value}")
+            put("xpos_scale_base", value)
         put("seeds", tuple(check.non_negative_int("seed", s) for s in _listed(self, "seeds")))
         put("factors", tuple(check.positive_int("factor", s) for s in _listed(self, "factors")))
         put(
@@ -282,6 +301,16 @@ class LMStudyConfig:
     def eval_len(self) -> int:
         """The evaluation window, eval_factor * L bytes."""
         return self.eval_factor * self.train_len
+
+    @property
+    def all_schemes(self) -> tuple[str, ...]:
+        """``schemes`` then ``extra_schemes``: every scheme the study trains."""
+        return self.schemes + self.extra_schemes
+
+    @property
+    def xpos_base(self) -> float:
+        """xPos's B in use (L/2 when ``xpos_scale_base`` is None)."""
+        return self.train_len / 2 if self.xpos_scale_base is None else self.xpos_scale_base
 
     @property
     def t5_distance(self) -> int:
@@ -337,7 +366,7 @@ def _listed(c: LMStudyConfig, name: str) -> tuple:
     value = getattr(c, name)
     if isinstance(value, (str, int)) or not isinstance(value, Sequence):
         raise TypeError(f"{name} must be a list, got {value!r}")
-    if not value and name not in ("finetune_methods", "rotary_dims"):
+    if not value and name not in ("finetune_methods", "rotary_dims", "extra_schemes"):
         raise ValueError(f"{name} must not be empty")
     return tuple(value)
 
@@ -365,6 +394,7 @@ def build_model(
         t5_num_buckets=c.t5_num_buckets,
         t5_max_distance=c.t5_distance,
         rotary_dim=rotary_dim,
+        xpos_scale_base=c.xpos_base,
     )
 
 
@@ -649,7 +679,7 @@ def _plan(c: LMStudyConfig) -> list[tuple[str, float]]:
     ev = (corpus.EXCERPT_BYTES // c.eval_len) * c.eval_len / 3
     jobs = [
         (f"train {s} seed {seed}", c.steps * c.batch * c.train_len + ev)
-        for s in c.schemes
+        for s in c.all_schemes
         for seed in c.seeds
     ]
     jobs += [
@@ -686,7 +716,7 @@ def _run(c, out, on_progress, train_data, eval_data) -> dict[str, Any]:
         return per_position_loss(model, held, c.eval_len, batch=c.eval_batch).tolist()
 
     runs, models = {}, {}
-    for scheme in c.schemes:
+    for scheme in c.all_schemes:
         for seed in c.seeds:
             t0 = time.perf_counter()
             model, curve = train_lm(scheme, c, seed, train_data=train)
@@ -895,7 +925,7 @@ _CURVES = ("runs", "partial", "scaling", "finetune")
 def _save(results, models, c, out: pathlib.Path) -> dict[str, Any]:
     out.parent.mkdir(parents=True, exist_ok=True)
     checkpoints = {}
-    for scheme in c.schemes:
+    for scheme in c.all_schemes:
         for seed in c.seeds if scheme == "rope" else c.seeds[:1]:
             name = f"lm_{scheme}_seed{seed}.safetensors"
             sha = save_checkpoint(models[scheme, seed], out.parent / name)

@@ -14,6 +14,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 from matplotlib.figure import Figure
+from matplotlib.patches import Patch
 
 from .. import _validation as check
 from ..multi_axis import pair_axes
@@ -1093,4 +1094,69 @@ def score_grid_figure(
         if titles is not None:
             ax.set_title(titles[i], fontsize=9)
     fig.colorbar(image, ax=list(axes), fraction=0.04, pad=0.02, label=label)
+    return fig
+
+
+def pair_usage_figure(
+    shares: np.ndarray | torch.Tensor,
+    wavelengths_: np.ndarray | torch.Tensor | Sequence[float],
+    *,
+    train_len: int,
+    seed: int = 0,
+    width: float = 7.6,
+    height: float = 3.4,
+) -> Figure:
+    """Where a trained RoPE model puts its query/key norm, pair by pair (chapter 9).
+
+    Left: the share of each pair in sum_i |q_i| |k_i|, the mean over layers, heads and seeds
+    as bars with a min-max range over seeds, and a dotted line at the uniform share 1/n; pairs
+    that make at most an eighth of a turn within the training length are hatched. Right: the
+    same shares for one seed, one row per layer and head.
+
+    Args:
+        shares: ``(S, l, h, n)`` shares (each (seed, layer, head) row sums to 1), e.g. from
+            :func:`~posenc_core.book.frequency_use.pair_norms` of queries and keys.
+        wavelengths_: ``(n,)`` wavelength of each pair, in positions.
+        train_len: L, for the hatching and the tick labels (wavelength in units of L).
+        seed: the seed shown on the right.
+
+    Returns:
+        the figure.
+    """
+    a = _np(shares).astype(float)
+    if a.ndim != 4:
+        raise ValueError(f"shares must have shape (S, l, h, n), got {a.shape}")
+    lam = np.asarray(_np(torch.as_tensor(wavelengths_)), dtype=float)
+    n = a.shape[-1]
+    if lam.shape != (n,):
+        raise ValueError(f"wavelengths_ must have shape ({n},), got {lam.shape}")
+    L = check.positive_int("train_len", train_len)
+    seed = check.int_in_range("seed", seed, 0, a.shape[0] - 1)
+    per_seed = a.mean((1, 2))  # (S, n)
+    mean, lo, hi = per_seed.mean(0), per_seed.min(0), per_seed.max(0)
+    fig, (left, right) = _figure(width, height, ncols=2, gridspec_kw={"width_ratios": [1.3, 1]})
+    x = np.arange(n)
+    slow = L / lam <= 0.125
+    bars = left.bar(x, mean, color=OKABE_ITO[0], yerr=[mean - lo, hi - mean], capsize=3)
+    for bar, s in zip(bars, slow):
+        if s:
+            bar.set_hatch("//")
+            bar.set_facecolor("white")
+            bar.set_edgecolor(OKABE_ITO[0])
+    left.axhline(1 / n, color="0.3", ls=":", lw=1.2, label=f"uniform, 1/{n}")
+    left.set_xticks(x, [f"{i}\n{w / L:.3g}L" for i, w in enumerate(lam)], fontsize=7)
+    left.set(xlabel="pair (top) and its wavelength (bottom)", ylabel="share of |q| |k|")
+    handles, _ = left.get_legend_handles_labels()
+    hatched = Patch(facecolor="white", edgecolor=OKABE_ITO[0], hatch="//")
+    left.legend([*handles, hatched], [f"uniform, 1/{n}", "at most 1/8 turn within L"],
+                fontsize=7.5, frameon=False)  # fmt: skip
+    left.grid(alpha=0.3, axis="y")
+    rows = a[seed].reshape(-1, n)
+    im = right.imshow(rows, cmap=SEQUENTIAL, aspect="auto", vmin=0)
+    right.set_yticks(
+        range(rows.shape[0]), [f"{y}.{h}" for y in range(a.shape[1]) for h in range(a.shape[2])]
+    )
+    right.set_xticks(x)
+    right.set(xlabel="pair (0 = fastest)", ylabel="layer.head", title=f"seed {seed}")
+    fig.colorbar(im, ax=right, fraction=0.05, pad=0.03, label="share")
     return fig

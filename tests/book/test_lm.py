@@ -84,3 +84,22 @@ def test_bad_arguments_raise():
         _model("none")(torch.tensor([[0, 256]]))
     with pytest.raises(ValueError, match="int64"):
         _model("none")(torch.zeros(2, 3))
+
+
+def test_xpos_scheme_is_the_core_xpos_to_float32_rounding():
+    """ByteLM's xPos path (cached float32 rotation times the scale tables) computes what
+    posenc_core.xpos.XPosEmbedding, the float64 reference, computes."""
+    from posenc_core.xpos import XPosEmbedding
+
+    torch.manual_seed(0)
+    m = ByteLM("xpos", xpos_scale_base=32.0)
+    q, k = torch.randn(2, 4, 300, 16), torch.randn(2, 4, 300, 16)
+    for got, want in zip(m.rope(q, k), XPosEmbedding(16, scale_base=32.0)(q, k)):
+        rel = (got - want).abs().amax(-1) / want.abs().amax(-1)
+        assert rel.max() < 1e-6
+    with pytest.raises(ValueError, match="scheme 'rope'"):
+        m.set_rope_scaling({"rope_type": "linear", "factor": 2.0})
+    with pytest.raises(ValueError, match="rotary_dim applies to scheme 'rope'"):
+        ByteLM("xpos", rotary_dim=8)
+    tokens = torch.randint(0, 256, (2, 40))
+    assert m(tokens).shape == (2, 40, 256)

@@ -15,12 +15,16 @@ Two layers, one folder each:
 
 This namespace holds the 30 names below; everything else stays importable from its module
 (``posenc_core.rope.rope_angles``, ``posenc_core.analysis.similarity_by_offset``,
-``posenc_core.positions.packed_positions``, ``posenc_core.t5_bias.T5RelativePositionBias``, ...),
-and every core module is reachable as an attribute (``pc.positions``, ``pc.t5_bias``).
+``posenc_core.positions.packed_positions``, ``posenc_core.t5_bias.T5RelativePositionBias``,
+``posenc_core.xpos.XPosEmbedding``, ``posenc_core.multi_axis.mrope_cos_sin``, ...), and every
+core module is reachable as an attribute (``pc.positions``, ``pc.t5_bias``, ``pc.xpos``,
+``pc.multi_axis``).
 """
 
+from . import multi_axis as multi_axis
 from . import positions as positions
 from . import t5_bias as t5_bias
+from . import xpos as xpos
 from ._numerics import warm_up_trigonometry as _warm_up_trigonometry
 from .alibi import alibi_bias, alibi_key_bias, alibi_slopes
 from .analysis import (

@@ -552,3 +552,86 @@ def check_scaling_loader(load: Callable) -> Feedback:
         )
     return Feedback(True, f"all {len(_LOADER_CASES)} configurations read as configured, and the "
                           "unknown type is refused.")  # fmt: skip
+
+
+# ----------------------------------------------------------------------------- chapter 9
+
+
+def check_prope_equivalent(
+    rotary_dim: object, base: object, *, head_dim: int = 16, p: float = 0.5
+) -> Feedback:
+    """Chapter 9: the partial rotary that rotates with exactly p-RoPE's frequencies.
+
+    p-RoPE keeps the fraction p of the highest frequencies theta_i = 10000**(-2i/head_dim) and
+    leaves the other pairs unrotated. The answer is a ``(rotary_dim, base)`` for
+    :class:`~posenc_core.rope.RotaryEmbedding` whose frequencies,
+    :func:`~posenc_core.rope.rope_frequencies` ``(rotary_dim, base=base)``, are those kept.
+    """
+    from ..rope import rope_frequencies
+
+    d = check.even_int("head_dim", head_dim)
+    kept = int(round(p * d / 2))
+    want = rope_frequencies(d, base=10000.0).double()[:kept]
+    try:
+        r = check.even_int("rotary_dim", rotary_dim)
+        b = check.base_value("base", base)
+    except (TypeError, ValueError) as err:
+        return Feedback(False, str(err))
+    if r != 2 * kept:
+        return Feedback(
+            False,
+            f"p-RoPE with p = {p:g} keeps p * {d}/2 = {kept} pairs, so {2 * kept} dims rotate; "
+            f"rotary_dim = {r} rotates {r // 2}.",
+        )
+    got = rope_frequencies(r, base=b).double()
+    if torch.allclose(got, want, rtol=1e-9, atol=0):
+        return Feedback(
+            True,
+            f"rotary_dim {r} with base {b:g} = 10000**{p:g} gives theta_i = {b:g}**(-2i/{r}) = "
+            f"10000**(-2i/{d}): the {kept} fastest frequencies of the full head.",
+        )
+    if math.isclose(b, 10000.0):
+        return Feedback(
+            False,
+            f"with base 10000 over {r} dims the slowest kept pair has theta = "
+            f"{got[-1].item():.2e}, but p-RoPE keeps {want[-1].item():.2e}: spreading the "
+            f"same range over fewer pairs needs a smaller base. Solve b**(-2i/{r}) = "
+            f"10000**(-2i/{d}) for b.",
+        )
+    return Feedback(
+        False,
+        f"the frequencies are {_short(got)}, expected {_short(want)} (the first {kept} of "
+        f"rope_frequencies({d})).",
+    )
+
+
+def check_mrope_positions(answer: object, segments: list) -> Feedback:
+    """Chapter 9: Qwen2-VL's M-RoPE position ids for a sequence of text and image segments.
+
+    The answer is a ``(3, s)`` array of (temporal, height, width) ids, compared with
+    :func:`~posenc_core.multi_axis.mrope_position_ids`; swapped height and width rows are named,
+    otherwise the first token and axis that differ.
+    """
+    from ..multi_axis import mrope_position_ids
+
+    want = mrope_position_ids(segments)
+    got = _as_tensor("answer", answer)
+    if got.shape != want.shape:
+        return Feedback(
+            False,
+            f"expected shape {tuple(want.shape)} (three axes by {want.shape[1]} tokens), got "
+            f"{tuple(got.shape)}.",
+        )
+    if torch.equal(got, want.double()):
+        return Feedback(True, "every token's (t, h, w) ids are Qwen2-VL's.")
+    if torch.equal(got[[0, 2, 1]], want.double()):
+        return Feedback(
+            False, "the height and width rows are swapped: row index first, then column."
+        )
+    axis, token = [int(x) for x in (got != want.double()).nonzero()[0]]
+    return Feedback(
+        False,
+        f"first difference on the {'thw'[axis]} axis at token {token}: got "
+        f"{int(got[axis, token])}, expected {int(want[axis, token])} (after an image the next "
+        "text starts one past the largest id the image used, on every axis).",
+    )

@@ -721,3 +721,68 @@ def position_band_figure(
     ax.set_title(title, fontsize=10)
     fig = ax.figure
     return _keep_layout(fig, art) if new else fig
+
+
+def patch_scores_figure(
+    grids: Sequence[np.ndarray],
+    query: tuple[int, int],
+    *,
+    titles: Sequence[str],
+    vlim: tuple[float, float],
+    title: str = "",
+    width: float = 6.4,
+    height: float = 3.3,
+    fig: Figure | None = None,
+) -> Figure:
+    """Score grids of one query patch against every patch, side by side (chapter 9's explorer).
+
+    One panel per grid on one colour scale (viridis, fixed at ``vlim`` so frames compare),
+    the query patch outlined in black, one colour bar. Later calls with ``fig`` only replace
+    the images, move the outline and change the title.
+
+    Args:
+        grids: ``(h, w)`` score grids, all of one shape.
+        query: ``(row, col)`` of the query patch.
+        titles: one title per panel (fixed at creation).
+        vlim: colour scale limits.
+        title: the figure's title (changes with every update).
+        width, height: figure size in inches, for a new figure.
+        fig: a figure this function returned before, to update in place.
+
+    Returns:
+        the figure (``fig`` itself when given).
+    """
+    from matplotlib.patches import Rectangle
+
+    gs = [_np(g) for g in grids]
+    if not gs or any(g.ndim != 2 or g.shape != gs[0].shape for g in gs):
+        raise ValueError(f"grids must be (h, w) arrays of one shape, got {[g.shape for g in gs]}")
+    if len(titles) != len(gs):
+        raise ValueError(f"titles must give one title per grid, got {len(titles)} for {len(gs)}")
+    r, c = query
+    art = _explorer_artists(fig, "patch_scores_figure")
+    new = art is None
+    if new:
+        fig, axes = _figure(width, height, ncols=len(gs))
+        axes = list(np.atleast_1d(axes))
+        images, marks = [], []
+        for ax, g, t in zip(axes, gs, titles):
+            images.append(ax.imshow(g, cmap="viridis", vmin=vlim[0], vmax=vlim[1]))
+            mark = Rectangle((c - 0.5, r - 0.5), 1, 1, fill=False, ec="black", lw=2.2)
+            ax.add_patch(mark)
+            marks.append(mark)
+            ax.set_title(t, fontsize=9)
+            ax.set(xlabel="column", ylabel="row")
+        fig.colorbar(images[0], ax=axes, fraction=0.04, pad=0.03, label="score q . k")
+        art = {
+            "kind": "patch_scores_figure",
+            "images": images,
+            "marks": marks,
+            "animated": [*images, *marks, fig._suptitle or fig.suptitle(" ", fontsize=10)],
+        }
+    for image, mark, g in zip(art["images"], art["marks"], gs):
+        image.set_data(g)
+        mark.set_xy((c - 0.5, r - 0.5))
+    fig = art["images"][0].figure
+    fig._suptitle.set_text(title)
+    return _keep_layout(fig, art) if new else fig

@@ -106,3 +106,31 @@ def test_check_reversal_cap_recognises_common_mistakes():
         fb = exercises.check_reversal_cap(answer, n, vocab, k=k)
         assert not fb and hint in fb.message, (answer, fb.message)
     assert not exercises.check_reversal_cap(0.7, n, vocab, k=k)
+
+
+def test_prope_checker_accepts_the_identity_and_names_the_mistakes():
+    from posenc_core.book import exercises as ex
+    from posenc_core.rope import rope_frequencies
+
+    # independent: the four fastest frequencies of a 16-dim head, base 10000
+    kept = 10000.0 ** (-torch.arange(0, 8, 2, dtype=torch.float64) / 16)
+    torch.testing.assert_close(rope_frequencies(8, base=100.0).double(), kept)
+    assert ex.check_prope_equivalent(8, 100.0)
+    assert "smaller base" in ex.check_prope_equivalent(8, 10000.0).message
+    assert "keeps p * 16/2 = 4 pairs" in ex.check_prope_equivalent(16, 100.0).message
+    assert not ex.check_prope_equivalent(8, 50.0)
+    assert not ex.check_prope_equivalent(7, 100.0)
+
+
+def test_mrope_checker_compares_with_qwen2_vl_rule():
+    from posenc_core.book import exercises as ex
+
+    segments = [("text", 2), ("image", (1, 2, 2)), ("text", 1)]
+    by_hand = [[0, 1, 2, 2, 2, 2, 4], [0, 1, 2, 2, 3, 3, 4], [0, 1, 2, 3, 2, 3, 4]]
+    assert ex.check_mrope_positions(by_hand, segments)
+    swapped = [by_hand[0], by_hand[2], by_hand[1]]
+    assert "swapped" in ex.check_mrope_positions(swapped, segments).message
+    counted = [row[:6] + [6] for row in by_hand]  # text resumes at the token count
+    fb = ex.check_mrope_positions(counted, segments)
+    assert not fb and "token 6" in fb.message and "expected 4" in fb.message
+    assert "shape" in ex.check_mrope_positions(by_hand[:2], segments).message

@@ -256,3 +256,20 @@ def test_score_grid_figure_draws_the_grids_and_marks_the_query():
         viz.score_grid_figure(axial, query=(5, 0))
     with pytest.raises(ValueError, match="cmap must be one of 'viridis', 'cividis'"):
         viz.score_grid_figure(axial, cmap="jet")
+
+
+def test_pair_usage_figure_bars_are_the_mean_shares_with_seed_ranges():
+    rng = np.random.default_rng(0)
+    shares = rng.dirichlet(np.ones(8), size=(3, 2, 4))  # (S, l, h, n), rows sum to 1
+    lam = 2 * np.pi / (10000.0 ** (-np.arange(0, 16, 2) / 16))
+    fig = viz.pair_usage_figure(shares, lam, train_len=64)
+    left, right = fig.axes[:2]
+    heights = [b.get_height() for b in left.patches[:8]]
+    np.testing.assert_allclose(heights, shares.mean((1, 2)).mean(0))
+    hatched = [bool(b.get_hatch()) for b in left.patches[:8]]
+    assert hatched == list(64 / lam <= 0.125)  # pairs 4..7: at most 1/8 turn within L
+    np.testing.assert_allclose(right.images[0].get_array(), shares[0].reshape(8, 8))
+    with pytest.raises(ValueError, match="shape"):
+        viz.pair_usage_figure(shares[0], lam, train_len=64)
+    with pytest.raises(ValueError, match="wavelengths_"):
+        viz.pair_usage_figure(shares, lam[:4], train_len=64)

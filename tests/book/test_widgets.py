@@ -124,18 +124,51 @@ def expected_rope_scaling(v):
     }
 
 
+def expected_patch_scores(v):
+    """Written out from the definitions, not from posenc_core.multi_axis: every patch holds the
+    same content q = k, so each pair contributes (q_j**2 + q_{j+d/2}**2) cos(theta * offset);
+    under axial RoPE pairs 0..d/4-1 take the row offset and d/4..d/2-1 the column offset, with
+    theta_j = base**(-4 (j mod d/4) / d); under the raster order the offset is the 1-D index
+    difference and theta_i = base**(-2i/d)."""
+    n, d, base = 8, 32, 100.0
+    q = torch.randn(d, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    weight = (q[: d // 2] ** 2 + q[d // 2 :] ** 2).numpy()  # (d/2,)
+    r, c = v["row"], v["col"]
+    rows, cols = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
+    quarter = d // 4
+    th = base ** (-4 * (np.arange(d // 2) % quarter) / d)
+    offset = np.where(np.arange(d // 2) < quarter, 1, 0)[:, None, None]
+    delta = offset * (rows - r)[None] + (1 - offset) * (cols - c)[None]  # (d/2, n, n)
+    axial = (weight[:, None, None] * np.cos(th[:, None, None] * delta)).sum(0)
+    th1 = base ** (-2 * np.arange(d // 2) / d)
+    raster_delta = (rows * n + cols) - (r * n + c)
+    raster = (weight[:, None, None] * np.cos(th1[:, None, None] * raster_delta[None])).sum(0)
+
+    def at(g, rr, cc):
+        return g[rr, cc] if rr < n and cc < n else np.nan
+
+    return {
+        "axial": axial,
+        "raster": raster,
+        "below": (at(axial, r + 1, c), at(raster, r + 1, c)),
+        "right": (at(axial, r, c + 1), at(raster, r, c + 1)),
+    }
+
+
 EXPLORERS = {
     "sinusoidal": (widgets.sinusoidal_explorer, expected_sinusoidal),
     "base": (widgets.base_explorer, expected_base),
     "unit-circle": (widgets.unit_circle_explorer, expected_unit_circle),
     "rope-decay": (widgets.rope_decay_explorer, expected_rope_decay),
     "rope-scaling": (widgets.rope_scaling_explorer, expected_rope_scaling),
+    "patch-scores": (widgets.patch_score_explorer, expected_patch_scores),
 }
 NAMES = list(EXPLORERS)
 # The explorers each chapter page shows: their frames share the page's 3 MB budget.
 PAGES = {
     "02_sinusoidal_formula": ["sinusoidal", "unit-circle"],
     "03_the_base": ["base", "rope-decay", "rope-scaling"],
+    "09_beyond_one_axis": ["patch-scores"],
 }
 
 

@@ -66,7 +66,8 @@ MROPE_AXES = ("t", "h", "w")
 temporal, height, width."""
 
 AXIAL_AXES = ("row", "col")
-"""Axial 2-D RoPE's two axes, in the order of the pairs: row (height) first, then column."""
+"""The two axes of axial 2-D RoPE in the order of the pairs (row, or height, first, then
+column)."""
 
 QWEN2_VL_MROPE_SECTION = (16, 24, 24)
 """Qwen2-VL's ``mrope_section`` for head_dim 128: pairs 0-15 temporal, 16-39 height, 40-63

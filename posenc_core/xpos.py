@@ -14,8 +14,8 @@ with a causal mask. The lowest pair (i = 0, the highest frequency theta_0 = 1) d
 zeta_0 = gamma / (1 + gamma) = 2/7 whatever d is; the last one barely, zeta_{d/2-1} -> 1.
 
 **The centre c.** It cancels in every score, but not in the scales themselves: each grows or
-shrinks like exp(|n - c| * (-log zeta_0) / B), so the key scale overflows a dtype once
-|n - c| reaches :func:`xpos_overflow_position` (4533 for float16 with the defaults, about 36k
+shrinks like exp(abs(n - c) * (-log zeta_0) / B), so the key scale overflows a dtype once
+abs(n - c) reaches :func:`xpos_overflow_position` (4533 for float16 with the defaults, about 36k
 for bfloat16/float32), and the query scale, its inverse, falls below 1 / finfo.max there
 (subnormal in float16, so it has lost bits even earlier). Both references
 centre the positions on the sequence to halve the exponent range:
@@ -170,7 +170,7 @@ def xpos_scales(
         device of ``positions``; ``k_scale`` is the exact reciprocal of ``q_scale`` rounded.
 
     Raises:
-        ValueError: if a scale is infinite in ``dtype`` (|n - center| at or beyond
+        ValueError: if a scale is infinite in ``dtype`` (abs(n - center) at or beyond
             :func:`xpos_overflow_position`); the message names the first such position.
     """
     check.layout("layout", layout)
@@ -231,9 +231,9 @@ def _overflow_message(
 def xpos_overflow_position(
     head_dim: int, dtype: torch.dtype, *, scale_base: float = 512.0, gamma: float = 0.4
 ) -> int:
-    """The smallest integer |n - center| at which an xPos scale is infinite in ``dtype``.
+    """The smallest integer abs(n - center) at which an xPos scale is infinite in ``dtype``.
 
-    The largest scale is pair 0's, zeta_0 ** (-|n - center| / B) (the key's for n > center,
+    The largest scale is pair 0's, zeta_0 ** (-abs(n - center) / B) (the key's for n > center,
     the query's for n < center), with zeta_0 = gamma / (1 + gamma) whatever head_dim is, so
     the answer does not depend on head_dim. Closed form: rounding to nearest gives infinity
     from finfo.max + ulp(finfo.max) / 2 = (2 - eps/2) * 2**emax on, so the answer is the
@@ -242,11 +242,11 @@ def xpos_overflow_position(
     the bound would be early by about 0.1 position for float16 and 1.6 for bfloat16, whose
     top ulp is 2**-7 of the value). Checked in ``tests/core/test_xpos.py`` against computing
     the scale in float64 and rounding it to each dtype. With the defaults: float16 4533,
-    bfloat16 36260, float32 36261, float64 290086. At the same |n - center| the other scale,
+    bfloat16 36260, float32 36261, float64 290086. At the same abs(n - center) the other scale,
     the inverse, is below 1 / finfo.max: for float16 that is subnormal, and the scaled query
-    loses precision before the key overflows (from |n - center| of about 3966 on). The scaled
-    key R k * scale overflows earlier when |k| > 1: by B * log(2) / -log(zeta_0), 283
-    positions with the defaults, per doubling of |k| (:class:`XPosEmbedding` refuses that too).
+    loses precision before the key overflows (from abs(n - center) of about 3966 on). The scaled
+    key R k * scale overflows earlier when abs(k) > 1: by B * log(2) / -log(zeta_0), 283
+    positions with the defaults, per doubling of abs(k) (:class:`XPosEmbedding` refuses that too).
 
     Args:
         head_dim: per-head width d, positive and even (checked; it does not change the result).
@@ -255,7 +255,7 @@ def xpos_overflow_position(
         gamma: > 0.
 
     Returns:
-        int N: |n - center| <= N - 1 is finite, N is not.
+        the smallest N such that abs(n - center) = N overflows (N - 1 is finite), an int.
     """
     d = check.even_int("head_dim", head_dim)
     dtype = check.float_dtype("dtype", dtype)

@@ -64,9 +64,10 @@ def captured_attention(
             the model's own.
 
     Returns:
-        one dict per layer: ``"q"``, ``"k"`` before rotation and ``"q_rot"``, ``"k_rot"`` after,
-        each ``(b, h, s, d_h)``; ``"weights"`` ``(b, h, s, s)``, the causal softmax of
-        q_rot . k_rot / sqrt(d_h) (what the layer attends with).
+        a list with one dict per layer, holding ``"q"``, ``"k"`` before rotation and
+        ``"q_rot"``, ``"k_rot"`` after, each ``(b, h, s, d_h)``, and ``"weights"``
+        ``(b, h, s, s)``, the causal softmax of q_rot . k_rot / sqrt(d_h) (what the layer
+        attends with).
     """
     model = _rope_model(model)
     base = model.rope if rotate is None else rotate

@@ -985,7 +985,7 @@ def pair_axis_figure(
         width: figure width in inches; height default 1.0 + 0.6 per strip.
 
     Returns:
-        the figure: an image of axis indices (rows: schemes, columns: pairs) with a legend.
+        the figure (one row of cells per scheme, one column per pair, and a legend).
     """
     if schemes is None:
         name = "axial 2-D" if mrope_section is None else f"M-RoPE {list(mrope_section)}"
@@ -1108,7 +1108,7 @@ def pair_usage_figure(
 ) -> Figure:
     """Where a trained RoPE model puts its query/key norm, pair by pair (chapter 9).
 
-    Left: the share of each pair in sum_i |q_i| |k_i|, the mean over layers, heads and seeds
+    Left: the share of each pair in sum_i abs(q_i) abs(k_i), the mean over layers, heads and seeds
     as bars with a min-max range over seeds, and a dotted line at the uniform share 1/n; pairs
     that make at most an eighth of a turn within the training length are hatched. Right: the
     same shares for one seed, one row per layer and head.

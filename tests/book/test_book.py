@@ -190,3 +190,52 @@ def test_chapters_are_formatted_by_ruff():
         cwd=ROOT,
     )
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-1000:]
+
+
+def _assigns_fig(tree) -> bool:
+    return any(
+        isinstance(n, ast.Assign)
+        and any(isinstance(t, ast.Name) and t.id == "fig" for t in n.targets)
+        for n in ast.walk(tree)
+    )
+
+
+def _glued_figures(tree) -> list[str]:
+    names = []
+    for n in ast.walk(tree):
+        if (
+            isinstance(n, ast.Call)
+            and getattr(n.func, "id", None) == "glue"
+            and len(n.args) >= 2
+            and isinstance(n.args[1], ast.Name)
+            and n.args[1].id == "fig"
+            and isinstance(n.args[0], ast.Constant)
+        ):
+            names.append(n.args[0].value)
+    return names
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_every_figure_a_cell_builds_is_shown(path):
+    """A figure built into ``fig`` is glued by the hidden cell after it and shown by a
+    ``{glue:figure}`` block (with its alt text and caption); one that is built and never glued
+    would be computed and silently left out of the page."""
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    text = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+    pending, problems = None, []
+    for k, cell in enumerate(nb["cells"]):
+        if cell["cell_type"] != "code":
+            continue
+        tree = ast.parse(python_of("".join(cell["source"])))
+        if HIDDEN in cell.get("metadata", {}).get("tags", []):
+            for name in _glued_figures(tree):
+                pending = None
+                if f"{{glue:figure}} {name}" not in text:
+                    problems.append(f"cell {k}: figure {name!r} is glued but never shown")
+        elif _assigns_fig(tree):
+            if pending is not None:
+                problems.append(f"cell {pending}: its figure is never glued")
+            pending = k
+    if pending is not None:
+        problems.append(f"cell {pending}: its figure is never glued")
+    assert not problems, "\n".join(problems)

@@ -333,3 +333,17 @@ def test_bad_score_grid_arguments():
         ma.raster_score_grid(4, 5, 0, 0, 8, q=torch.ones(4))
     with pytest.raises(TypeError, match=r"k must be a real floating-point tensor"):
         ma.axial_score_grid(4, 5, 0, 0, 8, k=torch.ones(8, dtype=torch.long))
+
+
+def test_get_rope_index_and_the_paper_rule_part_on_long_videos(hf_model):
+    """Chapter 9 says so: for a video with more frames than rows or columns, transformers
+    5.23's get_rope_index moves on by max(h, w) only, so the text after it reuses an id the
+    last frames hold; mrope_position_ids follows the paper (one past the largest id)."""
+    segments = [("text", 2), ("video", (4, 1, 1)), ("text", 1)]
+    input_ids, types, grids = _hf_inputs(segments)
+    hf_ids, _ = hf_model.get_rope_index(input_ids, types, **grids)
+    ours = ma.mrope_position_ids(segments)
+    video = slice(2, 6)
+    assert torch.equal(hf_ids[:, 0, video], ours[:, video])  # the video itself agrees
+    assert int(hf_ids[0, 0, -1]) <= int(hf_ids[0, 0, video].max())  # HF: an id reused
+    assert int(ours[0, -1]) == int(ours[:, video].max()) + 1  # ours: one past the largest

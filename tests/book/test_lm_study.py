@@ -138,16 +138,23 @@ def test_committed_results_are_not_stale_and_complete():
     problems = st.is_stale(saved)
     assert not problems, f"{st.RESULTS_FILE.name} is stale ({'; '.join(problems)}): re-run it"
     c = st.LMStudyConfig.from_dict(saved["config"])
-    assert len(c.seeds) >= 3 and set(c.schemes) == set(st.SCHEMES)
-    assert set(saved["runs"]) == {f"{s}/{seed}" for s in c.schemes for seed in c.seeds}
+    assert len(c.seeds) >= 3 and set(c.all_schemes) == set(st.SCHEMES)
+    assert c.extra_schemes == ("xpos",) and "xpos" not in c.schemes  # chapter 5 shows six
+    assert set(saved["runs"]) == {f"{s}/{seed}" for s in c.all_schemes for seed in c.seeds}
+    assert set(saved["partial"]) == {f"{r}/{seed}" for r in c.rotary_dims for seed in c.seeds}
     assert {f"rope/{seed}" for seed in c.seeds} <= set(saved["checkpoints"])
+    assert {f"rope-r8/{seed}" for seed in c.seeds} | {"xpos/0"} <= set(saved["checkpoints"])
     for entry in saved["checkpoints"].values():
         assert (st.RESULTS_FILE.parent / entry["file"]).exists()
 
 
 def test_config_refuses_bad_values():
     with pytest.raises(ValueError, match="scheme"):
+        st.LMStudyConfig(schemes=("rope", "bogus"))
+    with pytest.raises(ValueError, match="must not repeat schemes"):
         st.LMStudyConfig(schemes=("rope", "xpos"))
+    with pytest.raises(ValueError, match="xpos_scale_base"):
+        st.LMStudyConfig(xpos_scale_base=0.0)
     with pytest.raises(ValueError, match="lr"):
         st.LMStudyConfig(lr=0)
     with pytest.raises(ValueError, match="strictly increasing"):

@@ -57,9 +57,15 @@ def _t5_log_index(n: torch.Tensor, exact: int, max_distance: int, n_log: int) ->
     """Which logarithmic bucket T5 gives distance ``n >= exact`` (0 = the first), before capping.
 
     floor(log(n / exact) / log(max_distance / exact) * n_log), evaluated in float32 as Mesh
-    TensorFlow and Hugging Face do: trained checkpoints saw these ids. (Exact arithmetic would
-    differ only where the logarithm's ratio is an integer and float32 rounds it down, e.g.
-    causal num_buckets=17, max_distance=27 at distance 12; never for T5's 32 and 128.)
+    TensorFlow and Hugging Face do: trained checkpoints saw these ids. Exact arithmetic can
+    differ only where the product is within float32's rounding error (about 1e-6 of it) of an
+    integer k, above all at a tie, where it is exactly k (e.g. causal num_buckets=17,
+    max_distance=27 at distances 12 and 18, products 3 and 6): float32 gives k there, or k - 1
+    where it rounds the product below k, and which one depends on the machine's float32
+    logarithm (distance 12 lands in bucket 11 on some CPUs, 10 on others). For T5's 32 and 128
+    the only ties are the encoder's distances 16, 32 and 64 (products 2, 4 and 6), which a
+    correctly rounded float32 logarithm gets exactly; at every other distance the product is
+    more than 1e-3 from an integer, so float32 gives the exact id there on any machine.
     """
     ratio = torch.log(n.to(torch.float32) / exact) / math.log(max_distance / exact)
     return (ratio * n_log).to(torch.int64)
@@ -137,7 +143,8 @@ def relative_position_bucket(
     Checked in ``tests/core/test_t5_bias.py`` against Hugging Face's
     ``T5Attention._relative_position_bucket`` (both directions, several ``num_buckets`` and
     ``max_distance``, distances far beyond ``max_distance``) and, for T5's 32 and 128, against
-    the rule in exact integer arithmetic.
+    the rule in exact integer arithmetic at every distance but the encoder's three ties
+    (distances 16, 32, 64; see ``_t5_log_index``), which follow float32 as Hugging Face does.
 
     Args:
         relative_position: integer tensor of any shape ``(...)`` (int8 to int64, or uint8):

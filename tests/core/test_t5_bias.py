@@ -67,26 +67,83 @@ def exact_bucket(n, half, max_distance):
     return e + k
 
 
-def test_t5_defaults_follow_the_rule_in_exact_arithmetic():
+def ties(half, max_distance):
+    """The distances n in E+1 .. M-1 (E = half // 2) at which the logarithm's product
+    log(n/E) / log(M/E) * (half - E) is exactly an integer k in 1 .. half-E-1, with that k, found
+    in exact integer arithmetic: n**(half-E) * E**k == M**k * E**(half-E). At a tie float32 may
+    round the product to k or just below it, and which one it does depends on the machine's
+    float32 logarithm (see test_ties_*)."""
+    e, n_log = half // 2, half - half // 2
+    return [
+        (n, k)
+        for n in range(e + 1, max_distance)
+        for k in range(1, n_log)
+        if n**n_log * e**k == max_distance**k * e**n_log
+    ]
+
+
+def test_t5_defaults_follow_the_rule_in_exact_arithmetic_away_from_ties():
     """For T5's 32 buckets and 128 (all released T5, mT5, Flan-T5 and ByT5 checkpoints), the
-    float32 logarithm gives the mathematically exact ids at every distance."""
+    float32 logarithm gives the mathematically exact ids at every distance that is not a tie, on
+    any machine: there the product log(n/E) / log(M/E) * (B - E) is more than 1e-3 from the
+    nearest integer (measured here in float64, whose error is below 1e-13), while float32's few
+    roundings of products below 16 move it by less than 1e-5 (at n = E the product is
+    log(1) = 0, exact everywhere). The only ties are the encoder's distances 16, 32 and 64
+    (products exactly 2, 4 and 6); test_ties_* checks them."""
     n = torch.arange(0, 1100)
-    causal = relative_position_bucket(-n, bidirectional=False)
-    before = relative_position_bucket(-n)
-    after = relative_position_bucket(n)
-    assert causal.tolist() == [exact_bucket(d, 32, 128) for d in n.tolist()]
-    assert before.tolist() == [exact_bucket(d, 16, 128) for d in n.tolist()]
-    assert after[1:].tolist() == [16 + exact_bucket(d, 16, 128) for d in n[1:].tolist()]
+    for bidirectional, half in ((False, 32), (True, 16)):
+        e, n_log = half // 2, half - half // 2
+        tied = {d for d, _ in ties(half, 128)}
+        assert tied == (set() if not bidirectional else {16, 32, 64})
+        products = [n_log * math.log(d / e) / math.log(128 / e) for d in range(e + 1, 128)]
+        margins = [abs(p - round(p)) for d, p in zip(range(e + 1, 128), products) if d not in tied]
+        assert min(margins) > 1e-3
+        keep = [d for d in n.tolist() if d not in tied]
+        if bidirectional:
+            before = relative_position_bucket(-torch.tensor(keep))
+            after = relative_position_bucket(torch.tensor(keep[1:]))  # from distance 1 on
+            assert before.tolist() == [exact_bucket(d, 16, 128) for d in keep]
+            assert after.tolist() == [16 + exact_bucket(d, 16, 128) for d in keep[1:]]
+        else:
+            causal = relative_position_bucket(-torch.tensor(keep), bidirectional=False)
+            assert causal.tolist() == [exact_bucket(d, 32, 128) for d in keep]
 
 
-def test_ties_follow_t5s_float32_logarithm_not_exact_arithmetic():
-    """Causal, 17 buckets, max_distance 27: E = 8 and log(12/8) / log(27/8) * 9 is exactly 3, but
-    float32 rounds the ratio down. We give the id Hugging Face (and hence a checkpoint trained
-    with T5's code) gives, not the exact one: a stated choice."""
-    r = torch.tensor([-12])
-    got = relative_position_bucket(r, bidirectional=False, num_buckets=17, max_distance=27)
-    assert got.item() == hf_bucket(r, bidirectional=False, num_buckets=17, max_distance=27).item()
-    assert got.item() == exact_bucket(12, 17, 27) - 1
+@pytest.mark.parametrize(("bidirectional", "num_buckets", "max_distance"), [
+    (False, 17, 27),  # E = 8, 27/8 = (12/8)**3: products exactly 3 at 12, 6 at 18
+    (True, 34, 27),  # the same in both halves of an encoder
+    (True, 32, 128),  # T5's encoder: exactly 2, 4, 6 at 16, 32, 64
+    (False, 51, 49),  # E = 25, 49/25 = (35/25)**2: exactly 13 at 35
+    (False, 48, 81),  # E = 24, 81/24 = (3/2)**3: exactly 8 at 36, 16 at 54
+])  # fmt: skip
+def test_ties_follow_t5s_float32_logarithm_not_exact_arithmetic(
+    bidirectional, num_buckets, max_distance
+):
+    """At a tie (see ties()) the exact rule gives E + k, while float32, as Mesh TensorFlow and
+    Hugging Face evaluate the rule, gives E + k or E + k - 1, depending on how this machine's
+    float32 logarithm rounds (causal, 17 buckets, max_distance 27 at distance 12: bucket 10 on
+    one machine, 11 on another). We give the id Hugging Face's formula gives, evaluated here and
+    now (and hence the id a checkpoint trained with T5's code saw), not the exact one: a stated
+    choice. So the id is Hugging Face's, one of the two candidates, and the one float32 rounding
+    picks on this machine, whichever that is."""
+    half = num_buckets // 2 if bidirectional else num_buckets
+    e, n_log = half // 2, half - half // 2
+    kw = {"bidirectional": bidirectional, "num_buckets": num_buckets, "max_distance": max_distance}
+    found = ties(half, max_distance)
+    assert found  # exact arithmetic: the configuration has ties
+    for n, k in found:
+        exact = exact_bucket(n, half, max_distance)
+        assert exact == e + k  # the exact rule puts the distance in bucket E + k
+        for r in (
+            (torch.tensor([-n]), torch.tensor([n])) if bidirectional else (torch.tensor([-n]),)
+        ):
+            got = relative_position_bucket(r, **kw).item()
+            assert got == hf_bucket(r, **kw).item(), (n, r.item())
+            shift = half if r.item() > 0 else 0  # keys after the query: the upper half
+            assert got - shift in (exact - 1, exact), (n, r.item())
+            # how float32 decides the tie here: T5's formula on this machine
+            product = (torch.log(torch.tensor([float(n)]) / e) / math.log(max_distance / e)) * n_log
+            assert got - shift == (exact - 1 if product.item() < k else exact), (n, product.item())
 
 
 @pytest.mark.parametrize(("bidirectional", "num_buckets", "max_distance"), [

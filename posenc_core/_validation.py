@@ -210,11 +210,43 @@ def finite(name: str, value: torch.Tensor) -> torch.Tensor:
     return value
 
 
+MAX_EXACT_POSITION = 2**53
+"""The largest integer position (in magnitude) that float64 holds exactly; angles are built
+from float64 positions, so integer positions beyond it are refused rather than rounded."""
+
+
+def integer_positions_exact(name: str, positions: torch.Tensor) -> torch.Tensor:
+    """Check that integer positions lie in [-2**53, 2**53], where float64 holds them exactly."""
+    if not positions.is_floating_point() and positions.numel() > 0:
+        low, high = int(positions.min()), int(positions.max())
+        bad = high if high > MAX_EXACT_POSITION else low
+        if max(high, -low) > MAX_EXACT_POSITION:
+            raise ValueError(
+                f"{name} must lie in [-2**53, 2**53] (integers float64 holds exactly, which the "
+                f"angles are computed from), got {bad}"
+            )
+    return positions
+
+
+def position_offset(name: str, offset: object, length: int) -> int:
+    """Return an int offset >= 0 for ``length`` consecutive positions offset .. offset +
+    length - 1, requiring the last one to be at most 2**53 (float64 holds it exactly)."""
+    offset = non_negative_int(name, offset)
+    if offset + max(length, 1) - 1 > MAX_EXACT_POSITION:
+        raise ValueError(
+            f"{name} must be an integer >= 0 with offset + s - 1 <= 2**53 (the positions are "
+            f"converted to float64, which holds integers exactly only up to 2**53), got "
+            f"offset {offset} with s = {length}"
+        )
+    return offset
+
+
 def as_positions(name: str, positions: object, device: torch.device | None = None) -> torch.Tensor:
     """Turn positions (tensor, sequence or int) into a float64 tensor, checking they are finite.
 
-    Integer positions up to 2**53 convert to float64 exactly, so angles built from the
-    result carry no error from the positions themselves.
+    Integer positions up to 2**53 in magnitude convert to float64 exactly, so angles built from
+    the result carry no error from the positions themselves; larger integers are refused
+    (:func:`integer_positions_exact`).
     """
     if isinstance(positions, bool):
         raise TypeError(f"{name} must be a tensor, sequence or number of positions, got bool")
@@ -222,6 +254,7 @@ def as_positions(name: str, positions: object, device: torch.device | None = Non
         if positions.is_complex() or positions.dtype == torch.bool:
             raise TypeError(f"{name} must hold real numbers, got dtype {positions.dtype}")
         finite(name, positions)
+        integer_positions_exact(name, positions)
         out = positions.detach()
         if device is not None:
             out = out.to(device)
@@ -237,6 +270,7 @@ def as_positions(name: str, positions: object, device: torch.device | None = Non
         if out.dtype == torch.bool or out.is_complex():
             raise TypeError(f"{name} must hold real numbers, got {positions!r}")
         finite(name, out)
+        integer_positions_exact(name, out)
     if out.device.type == "mps":  # no float64 on Apple GPUs: compute on the CPU, move back later
         out = out.cpu()
     return out.to(torch.float64)

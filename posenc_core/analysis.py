@@ -37,6 +37,7 @@ __all__ = [
     "rope_bound_curve",
     "rope_base_meets_bound",
     "rope_base_lower_bound",
+    "MAX_BOUND_CONTEXT",
     "score_decomposition",
 ]
 
@@ -457,6 +458,10 @@ def rope_base_meets_bound(context_length: int, head_dim: int, *, base: float) ->
         return _BoundSearch(context_length, head_dim).exclusion(math.log(base)) is None
 
 
+MAX_BOUND_CONTEXT = 2**18
+"""The largest ``context_length`` :func:`rope_base_lower_bound` accepts (about a minute)."""
+
+
 def rope_base_lower_bound(
     context_length: int, head_dim: int, *, island: float = 1e-4, rtol: float = 1e-7
 ) -> float:
@@ -490,8 +495,11 @@ def rope_base_lower_bound(
     keeps cos >= 1/(d/2 - 1)), so a finite bound exists; with one pair (d = 2) none does.
 
     Cost: head_dim 128 and L = 1024 .. 32768 (powers of two) take about 2-3 s in all on two
-    CPU cores; 65536, 131072 and 262144 took about 7 s, 15 s and 45 s here. The search runs
-    torch on one intra-op thread (``torch.set_num_threads(1)`` for its duration, restored
+    CPU cores; 65536, 131072 and 262144 took about 7 s, 15 s and 45 s here, growing faster
+    than L (every step evaluates all L + 1 distances, and longer contexts need more steps).
+    ``context_length`` is therefore limited to :data:`MAX_BOUND_CONTEXT` = 2**18 = 262144,
+    about a minute; a larger L raises a ValueError rather than running for hours. The search
+    runs torch on one intra-op thread (``torch.set_num_threads(1)`` for its duration, restored
     after): its steps are too small to gain from threads.
 
     Men et al.'s own search (their Appendix E) checks m = 0 .. L - 1 in float32 on a grid of
@@ -499,7 +507,8 @@ def rope_base_lower_bound(
     range of m.
 
     Args:
-        context_length: L, an integer >= 2 (for L <= 1 every base > 1 meets the bound).
+        context_length: L, an integer in 2 .. 2**18 (for L <= 1 every base > 1 meets the
+            bound; above 2**18 the search would take hours, see "Cost").
         head_dim: d, an even integer >= 6.
         island: width in ln b below which a stretch of feasible bases may be missed, a real
             number in [1e-6, 0.1].
@@ -510,6 +519,12 @@ def rope_base_lower_bound(
         the base, a float > 1.
     """
     context_length = check.int_in_range("context_length", context_length, 2)
+    if context_length > MAX_BOUND_CONTEXT:
+        raise ValueError(
+            f"context_length must be at most 2**18 = {MAX_BOUND_CONTEXT} for the base bound "
+            f"search (2**18 takes about a minute on two cores and the cost grows faster than "
+            f"L, so {context_length} would take hours), got {context_length}"
+        )
     head_dim = check.even_int("head_dim", head_dim)
     if head_dim < 6:
         raise ValueError(

@@ -138,8 +138,10 @@ class RotaryEmbedding(nn.Module):
             q: ``(..., s, head_dim)``, e.g. ``(b, h, s, d)``.
             k: ``(..., s, head_dim)`` with the same sequence length as ``q``.
             positions: None (positions 0 .. s-1), an int offset >= 0 (positions offset ..
-                offset+s-1, for decoding after a KV cache), or a real (integer or float,
-                finite) tensor of shape ``(s,)`` (one sequence for every row) or ``(b, s)``
+                offset+s-1, for decoding after a KV cache; offset + s - 1 <= 2**53, the
+                integers float64 holds exactly), or a real (integer or float, finite;
+                integers within [-2**53, 2**53]) tensor of shape ``(s,)`` (one sequence for
+                every row) or ``(b, s)``
                 (one per row: a left-padded batch, see
                 :func:`~posenc_core.positions.positions_from_attention_mask`, or packed
                 documents, :func:`~posenc_core.positions.packed_positions`); ``(b, s)`` needs q
@@ -178,8 +180,8 @@ class RotaryEmbedding(nn.Module):
         if k.device != q.device:
             raise ValueError(f"q and k must be on one device, got {q.device} and {k.device}")
         if positions is None or isinstance(positions, int) and not isinstance(positions, bool):
-            offset = check.non_negative_int(
-                "positions (offset)", 0 if positions is None else positions
+            offset = check.position_offset(
+                "positions (offset)", 0 if positions is None else positions, s
             )
             return torch.arange(offset, offset + s, device=q.device)  # (s,)
         check.tensor("positions", positions, min_dim=1)
@@ -188,6 +190,7 @@ class RotaryEmbedding(nn.Module):
                 f"positions must hold integers or real numbers, got dtype {positions.dtype}"
             )
         check.finite("positions", positions)
+        check.integer_positions_exact("positions", positions)
         if positions.shape[-1] != s or positions.dim() > 2:
             raise ValueError(
                 f"positions must have shape (s,) or (b, s) with s={s}, got {tuple(positions.shape)}"

@@ -18,6 +18,7 @@ Meta's ``apply_scaling``) in ``tests/core/test_rope_reference.py``.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any, NamedTuple
@@ -207,14 +208,26 @@ def linear_inv_freq(
     return frequencies(head_dim, base=base) / scaling.factor
 
 
-def _ntk_base(base: float, head_dim: int, ratio: float, rope_type: str) -> float:
+def _ntk_base(base: float, head_dim: int, ratio: float, rope_type: str, factor: float) -> float:
     """base * ratio**(d/(d-2)): the base for which the lowest frequency is divided by ratio
-    while theta_0 = 1 stays (NTK-aware scaling, "bloc97" 2023)."""
+    while theta_0 = 1 stays (NTK-aware scaling, "bloc97" 2023). ``factor`` is the configured
+    factor the ratio came from, named in the error when the new base overflows float64."""
     if head_dim == 2:
         raise ValueError(
             f"head_dim must be > 2 for {rope_type} scaling (the exponent is d/(d-2)), got 2"
         )
-    return base * ratio ** (head_dim / (head_dim - 2))
+    try:
+        new_base = base * ratio ** (head_dim / (head_dim - 2))
+    except OverflowError:
+        new_base = math.inf
+    if not math.isfinite(new_base):
+        raise ValueError(
+            f"scaling['factor'] = {factor!r} is too large for {rope_type} scaling with "
+            f"base {base!r} and head_dim {head_dim}: the scaled base "
+            f"base * {ratio!r}**({head_dim}/{head_dim - 2}) overflows float64 (at most "
+            f"{sys.float_info.max:.3g})"
+        )
+    return new_base
 
 
 def ntk_inv_freq(
@@ -223,7 +236,8 @@ def ntk_inv_freq(
     """theta_i with base replaced by base * s**(d/(d-2)): NTK-aware scaling ("bloc97", 2023,
     reddit.com/r/LocalLLaMA "NTK-Aware Scaled RoPE"); interpolates the slow dimensions and
     keeps the fast ones. Hugging Face's ``dynamic`` type applies it at the current length."""
-    return frequencies(head_dim, base=_ntk_base(base, head_dim, scaling.factor, "ntk"))
+    s = scaling.factor
+    return frequencies(head_dim, base=_ntk_base(base, head_dim, s, "ntk", s))
 
 
 def dynamic_inv_freq(
@@ -231,12 +245,15 @@ def dynamic_inv_freq(
 ) -> torch.Tensor:
     """NTK-aware scaling with ratio s * L / L0 - (s - 1), L = max(seq_len, L0) (no change up to
     L0; seq_len None means L0): dynamic NTK, Hugging Face's
-    ``_compute_dynamic_ntk_parameters``."""
+    ``_compute_dynamic_ntk_parameters``.
+
+    The ratio is evaluated as 1 + s * (L - L0) / L0, the same number without the cancellation
+    of s * L / L0 - (s - 1): for s = 1e16 and L = L0 that difference is 0 in float64 (s - 1
+    rounds to s), which would give base 0, where the ratio is exactly 1."""
     l0, s = scaling.original_max_position_embeddings, scaling.factor
     length = l0 if seq_len is None else max(seq_len, l0)
-    return frequencies(
-        head_dim, base=_ntk_base(base, head_dim, s * length / l0 - (s - 1), "dynamic")
-    )
+    ratio = 1.0 + s * (length - l0) / l0
+    return frequencies(head_dim, base=_ntk_base(base, head_dim, ratio, "dynamic", s))
 
 
 def yarn_inv_freq(

@@ -129,6 +129,13 @@ def test_llama2_base_fails_the_bound_at_its_context():
         ({"context_length": 1}, ValueError, "context_length must be an integer >= 2"),
         ({"context_length": 100.0}, TypeError, "context_length must be an integer >= 2"),
         ({"context_length": True}, TypeError, "context_length"),
+        # the search's cost grows faster than L: 10**7 would run for hours
+        (
+            {"context_length": 10**7},
+            ValueError,
+            r"context_length must be at most 2\*\*18.*10000000",
+        ),
+        ({"context_length": 2**18 + 1}, ValueError, r"at most 2\*\*18 = 262144.*262145"),
         ({"head_dim": 7}, ValueError, "head_dim must be a positive even integer"),
         ({"head_dim": 4}, ValueError, "head_dim must be an even integer >= 6"),
         ({"head_dim": "128"}, TypeError, "head_dim"),

@@ -137,14 +137,31 @@ _Q = torch.zeros(2, 3, 4, 8)
         (torch.zeros(2, 2, 4), ValueError, r"positions.*\(2, 2, 4\)"),
         (torch.zeros(3, 4), ValueError, r"3 sequences.*batch size 2"),
         (-1, ValueError, r"offset.*non-negative.*-1"),
+        # arange(offset, offset + s) would overflow int64 inside torch
+        (2**63 - 1, ValueError, r"offset.*offset \+ s - 1 <= 2\*\*53.*9223372036854775807.*s = 4"),
+        (2**53 - 2, ValueError, r"offset.*2\*\*53.*9007199254740990"),
+        (torch.tensor([0, 1, 2**53 + 1, 3]), ValueError, r"positions.*2\*\*53.*9007199254740993"),
         (1.5, TypeError, r"positions must be a torch.Tensor"),
         ([0, 1, 2, 3], TypeError, r"positions must be a torch.Tensor"),
     ],
-    ids=["bool", "complex", "nan", "length", "3-d", "batch", "negative", "float", "list"],
-)
+    ids=[
+        "bool", "complex", "nan", "length", "3-d", "batch", "negative", "int64-max",
+        "past-2**53", "tensor-past-2**53", "float", "list",
+    ],
+)  # fmt: skip
 def test_bad_positions(positions, error, match):
     with pytest.raises(error, match=match):
         pc.RotaryEmbedding(8)(_Q, _Q, positions)
+
+
+def test_the_largest_exact_offset_is_accepted_and_exact():
+    """The last position offset + s - 1 = 2**53 is still an exact float64 integer: accepted, and
+    its rows equal those of rope_cos_sin at the same positions."""
+    q = torch.randn(1, 1, 4, 8, dtype=torch.float64)
+    offset = 2**53 - 3
+    got, _ = pc.RotaryEmbedding(8)(q, q, offset)
+    cos, sin = pc.rope_cos_sin(torch.arange(offset, offset + 4), 8, dtype=torch.float64)
+    assert torch.equal(got, pc.apply_rope(q, cos, sin))
 
 
 # --------------------------------------------------------------------------- dynamic NTK per call

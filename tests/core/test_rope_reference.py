@@ -363,6 +363,37 @@ def test_dynamic_is_ntk_at_the_current_length():
         )
 
 
+def test_dynamic_with_a_huge_factor_has_no_cancellation():
+    """s * L / L0 - (s - 1) with s = 1e16 and L = L0 is 0 in float64 (s - 1 rounds to s), which
+    once gave base 0 and an error about the base. The ratio is 1 there: plain RoPE; at L = 2 L0
+    it is 1 + s. Computed in exact rational arithmetic, the ratios are 1 and 1 + 10**16."""
+    from fractions import Fraction
+
+    d, l0, s = 64, 2048, 1e16
+    exact = [1 + Fraction(s) * (n - l0) / l0 for n in (l0, 2 * l0)]
+    assert exact == [1, 1 + Fraction(10**16)]
+    dyn = {"rope_type": "dynamic", "factor": s, "original_max_position_embeddings": l0}
+    assert torch.equal(pc.rope_frequencies(d, scaling=dyn, seq_len=l0), pc.rope_frequencies(d))
+    torch.testing.assert_close(
+        pc.rope_frequencies(d, scaling=dyn, seq_len=2 * l0),
+        pc.rope_frequencies(d, scaling={"rope_type": "ntk", "factor": float(exact[1])}),
+        rtol=1e-14,
+        atol=0,
+    )
+    rope = pc.RotaryEmbedding(d, scaling=dyn)
+    q = torch.randn(1, 1, 2 * l0, d)
+    assert all(bool(t.isfinite().all()) for t in rope(q, q))
+
+
+@pytest.mark.parametrize("rope_type", ["ntk", "dynamic"])
+def test_a_factor_whose_base_overflows_is_named(rope_type):
+    """base * ratio**(d/(d-2)) beyond float64's range: the error names the factor, not the
+    infinite base it would produce."""
+    scaling = {"rope_type": rope_type, "factor": 1e300, "original_max_position_embeddings": 2048}
+    with pytest.raises(ValueError, match=r"scaling\['factor'\] = 1e\+300 is too large"):
+        pc.rope_frequencies(64, scaling=scaling, seq_len=4096)
+
+
 # --------------------------------------------------------------------------- 5. Meta's Llama code
 
 

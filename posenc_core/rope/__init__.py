@@ -25,9 +25,11 @@ Where each part lives:
   Hugging Face config (head_dim, rotary_dim, base, scaling, layout);
 * ``kernels.py``: picks a fast path for a call (the native kernel, else the eager chunks and
   the exact bfloat16/float16 path), each bit-identical to the formula;
-* ``native.py``: the native C kernel (compiled on first use with the system C compiler,
-  called through ctypes): one pass per pair, in place without a temporary, bfloat16/float16
-  correctly rounded;
+* ``native.py``: the native C kernel (``native.c``, compiled on first use with the system C
+  compiler into a folder only this user can write, verified by SHA-256 before it is loaded,
+  and called through ctypes): one pass per pair, in place without a temporary,
+  bfloat16/float16 correctly rounded; ``native.status()`` says whether it is in use and why
+  not, ``POSENC_NATIVE=0`` / ``1`` turns it off / requires it;
 * ``scaling.py``: :class:`RopeScaling`, :func:`parse_scaling` and one inverse-frequency
   function per ``rope_type``, registered in ``VARIANTS``; :func:`rope_frequencies`;
 * ``layouts.py``: :func:`interleaved_to_half`, :func:`half_to_interleaved`,

@@ -59,15 +59,21 @@ def apply_rope(
         layout: ``"half"`` (pairs (i, i + r/2)) or ``"interleaved"`` (pairs (2i, 2i + 1)),
             within the first r dims.
         fused: ``None`` (the native kernel, a small C loop compiled on first use, for CPU
-            tensors when it is available; otherwise the eager path, after one RuntimeWarning
-            naming why), ``True`` (the native kernel: CPU tensors without autograd; a
-            RuntimeError if it cannot be compiled) or ``False`` (never the native kernel: the
-            eager torch path). Every choice gives the same values. With autograd (or under
-            the caller's ``torch.compile``) the plain formula runs.
+            tensors when it is available; otherwise the eager path, silently:
+            ``posenc_core.rope.native.status()`` says why), ``True`` (the native kernel: CPU
+            tensors without autograd; a RuntimeError naming the reason if it is unavailable)
+            or ``False`` (never the native kernel: the eager torch path). Every choice gives
+            the same values. With autograd (or under the caller's ``torch.compile``) the
+            plain formula runs. The environment variable ``POSENC_NATIVE`` (read when the
+            kernel is first needed) turns the native kernel off for the whole process
+            (``"0"``: None uses the eager path, True raises) or makes its absence an error
+            for None too (``"1"``).
         out: optional tensor of the shape, dtype and device of ``x`` to write the result
             into (returned); ``out=x`` rotates in place, and a slice of a larger buffer
             (a KV cache, ``out=cache[:, :, t0:t1]``) works. It must not partly overlap
-            ``x``, and no input may require grad (as torch's own ``out=`` functions refuse).
+            ``x``, nor overlap itself (several indices addressing one element, as after
+            ``expand``: ``.clone()`` it first), and no input may require grad (as torch's
+            own ``out=`` functions refuse).
 
     Returns:
         ``out``, or a new tensor of the shape, dtype and device of ``x``. Float32/float64:
@@ -77,7 +83,17 @@ def apply_rope(
         once, which agrees unless float64 cannot hold the sum), and with float32/float64
         tables the float64 formula rounded once (with float64 tables, as
         :class:`RotaryEmbedding` uses for such inputs, the correctly rounded exact rotation
-        up to ties closer than float64 resolves).
+        up to ties closer than float64 resolves). "Bit for bit on every path" covers every
+        result that is not a NaN (signed zeros and infinities included); NaN results are
+        NaN at the same positions on every path, with signs and payloads that may differ.
+
+    Raises:
+        TypeError, ValueError: an invalid argument, named with the value received and what
+            is allowed; among them an ``out`` (``x`` itself when rotating in place) that
+            overlaps itself, with its shape and strides, on every path alike; a ValueError
+            also for a ``POSENC_NATIVE`` other than unset, ``""``, ``"0"`` and ``"1"``.
+        RuntimeError: the native kernel is unavailable and ``fused=True`` (or
+            ``POSENC_NATIVE=1``), naming why.
     """
     _check_apply_args(x, cos, sin, layout, fused, out)
     return _apply(x, cos, sin, layout, fused, out)
@@ -178,6 +194,14 @@ def _check_out(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, out: objec
             "out= does not support autograd (as torch's own out= functions), but an input "
             "or out requires grad; call apply_rope without out, or under torch.no_grad()"
         )
+    if _overlaps_itself(out):  # checked here so that every path refuses it alike
+        what = "out=x (x, rotated in place)" if out is x else "out"
+        raise ValueError(
+            f"{what} has elements that overlap: its shape {tuple(out.shape)} and strides "
+            f"{tuple(out.stride())} address one memory location by several indices (e.g. a "
+            f"stride 0 from expand), so the results would overwrite each other; .clone() it "
+            f"first (a tensor that owns its elements)"
+        )
     if _same_view(out, x):
         return
     if _may_overlap(out, x) or _may_overlap(out, cos) or _may_overlap(out, sin):
@@ -193,6 +217,30 @@ def _same_view(a: torch.Tensor, b: torch.Tensor) -> bool:
         and a.storage_offset() == b.storage_offset()
         and a.stride() == b.stride()
     )
+
+
+def _overlaps_itself(t: torch.Tensor) -> bool:
+    """Whether two indices of ``t`` address one element (torch's "internal overlap").
+
+    Sorted by stride, a dimension whose stride exceeds the largest offset the smaller strides
+    reach cannot land on their elements; when every dimension (of size > 1) passes, as for
+    every slice, transpose or permutation of a tensor that owns its elements (a KV-cache slice
+    ``cache[:, :, t0:t1]``), there is no overlap. A stride 0 (``expand``) is an overlap. Other
+    layouts (``as_strided`` views) are decided exactly, by comparing every element's offset.
+    """
+    if t.is_contiguous():  # the common case, at C speed
+        return False
+    extent = 0  # the largest offset the dimensions of smaller stride reach
+    for st, n in sorted((st, n) for n, st in zip(t.shape, t.stride()) if n > 1):
+        if st == 0:
+            return True
+        if st <= extent:
+            offsets = torch.zeros((), dtype=torch.int64)
+            for size, stride in zip(t.shape, t.stride()):
+                offsets = offsets[..., None] + torch.arange(size) * stride
+            return bool(offsets.unique().numel() < offsets.numel())
+        extent += (n - 1) * st
+    return False
 
 
 def _may_overlap(a: torch.Tensor, b: torch.Tensor) -> bool:

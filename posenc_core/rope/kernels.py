@@ -4,7 +4,9 @@ dtype, the correctly rounded value of the exact formula).
 
 * :func:`rotate` picks a path for a call: the native kernel (``native.py``: a small C loop,
   compiled on first use, one pass per pair, in place without a temporary) for CPU tensors
-  whenever it compiled, else the eager paths below, with one RuntimeWarning naming why;
+  whenever it is available, else the eager paths below, silently (same values;
+  :func:`posenc_core.rope.native.status` says why, and ``POSENC_NATIVE`` turns the kernel off,
+  ``"0"``, or makes its absence an error, ``"1"``);
 * :func:`apply_eager`: cache-sized chunks with ``out=`` arithmetic, every product and sum its
   own operation; for bfloat16/float16 inputs with wider tables each chunk is rotated in float64
   and rounded once, on the bits, in place (``_numerics.round_once_into``), with a guard for
@@ -13,12 +15,15 @@ dtype, the correctly rounded value of the exact formula).
   products (exact), TwoSum and one rounding of the exact sum (``_numerics.round_sum_once``).
 
 ``fused`` selects among them: None (the native kernel when it is available, else eager), True
-(the native kernel; a RuntimeError if it cannot be compiled), False (never the native kernel).
+(the native kernel; a RuntimeError if it is unavailable), False (never the native kernel).
 Every product and sum of ``x * cos + rotate_pairs(x) * sin`` is its own operation, rounded once
 as the formula rounds it; no fused multiply-add (it rounds once where the formula rounds twice).
 ``tests/core/test_rope.py``, ``test_rope_kernels.py`` and ``test_rope_native.py`` assert the
 equalities bit for bit for each path, every table shape, both layouts, partial rotary and
-``out=``.
+``out=``. Bit for bit means: every result that is not a NaN has the same bits on every path
+(signed zeros and infinities included); NaN results are NaN at the same positions on every
+path, with signs and payloads that may differ (the tests compare NaN positions, and the bits
+everywhere else).
 
 Partial rotary (tables of width r < d): the paths rotate ``x[..., :r]`` into ``out[..., :r]``
 and copy ``x[..., r:]`` into ``out[..., r:]`` (nothing to copy when rotating in place).
@@ -35,7 +40,6 @@ d = head_dim, r = rotary width (r <= d).
 from __future__ import annotations
 
 import math
-import warnings
 
 import torch
 
@@ -81,9 +85,11 @@ def rotate(
         cos, sin: ``(..., s or 1, r)`` tables in the working dtype, broadcasting to
             ``x[..., :r]``.
         layout: ``"half"`` or ``"interleaved"``.
-        fused: None (the native kernel for CPU tensors when it compiled; otherwise the eager
-            paths, after one RuntimeWarning naming why), True (the native kernel; a
-            RuntimeError naming the reason if it cannot be compiled) or False (the eager paths).
+        fused: None (the native kernel for CPU tensors when it is available; otherwise the
+            eager paths, silently: ``native.status()`` says why), True (the native kernel; a
+            RuntimeError naming the reason if it is unavailable) or False (the eager paths).
+            ``POSENC_NATIVE`` (read by the kernel on first use) can turn the native kernel off
+            (``"0"``) or make its absence an error for None too (``"1"``).
         out: None, x itself (in place) or a tensor of x's shape, dtype and device that shares
             no memory with x.
 
@@ -105,14 +111,7 @@ def rotate(
             raise RuntimeError(
                 f"apply_rope(fused=True): the native kernel is unavailable: {kernel.error}"
             )
-        if not kernel.warned:
-            kernel.warned = True
-            warnings.warn(
-                f"apply_rope: the native kernel could not be built ({kernel.error}); "
-                "using the eager path (same values, slower)",
-                RuntimeWarning,
-                stacklevel=4,  # the caller of apply_rope
-            )
+        # fused=None: the eager paths, silently (same values); native.status() says why
     if r < d and not in_place:
         out[..., r:].copy_(x[..., r:])  # partial rotary: the rest passes through
     table_is_shared = cos.dim() <= 2 or all(n == 1 for n in cos.shape[:-2])

@@ -1,13 +1,13 @@
-"""The native CPU kernel of :func:`~posenc_core.rope.apply_rope`: a small C function, compiled
-on first use with the system C compiler and called through ``ctypes`` on the tensors' data
-pointers.
+"""The native CPU kernel of :func:`~posenc_core.rope.apply_rope`: a small C function
+(``native.c`` beside this module), compiled on first use with the system C compiler and called
+through ``ctypes`` on the tensors' data pointers.
 
 One pass per pair: read x1 = x[i] and x2 = x[partner(i)] (``"half"``: i + r/2;
 ``"interleaved"``: 2i + 1) and the table entries, write both outputs. Rotating in place
 (``out is x``) is therefore safe with no temporary, and partial rotary copies the pass-through
 dims ``x[..., r:]`` in the same loop over rows. Rows are split over ``torch.get_num_threads()``
-OpenMP threads; every element is computed on its own, so the bits do not depend on the number
-of threads (tested).
+OpenMP threads where the compiler has OpenMP (else one thread); every element is computed on
+its own, so the bits do not depend on the number of threads (tested).
 
 What each dtype computes (``tests/core/test_rope_native.py`` checks each bit for bit):
 
@@ -31,23 +31,55 @@ What each dtype computes (``tests/core/test_rope_native.py`` checks each bit for
   [2**-63, 2**100) (zero, inf and NaN are fine), or every row when a table entry is outside
   [2**-63, 2**8] (checked in Python on the small tables), take a scalar exact path: float64
   products (exact), TwoSum in float64, round to odd into float32 on the float32 grid
-  (subnormals included), then to nearest even.
+  (subnormals included), then to nearest even. Any row width the eager path takes, this path
+  takes: its buffers are allocated once per thread and call, never on the stack.
 * bfloat16/float16 x with float64 tables (what RotaryEmbedding uses for such inputs): the
   formula in float64 (each product and sum rounded in float64), rounded once to the dtype:
   to odd into float32, then to nearest even (as ``_numerics.round_once``).
 
-Signed zeros, infinities and NaN follow IEEE's rules exactly as the float64 formula does; NaN
-results are torch's canonical ones (0x7FC0 for bfloat16, sign | 0x7E00 for float16). Each
-thread sets round-to-nearest and clears flush-to-zero / denormals-are-zero (x86 MXCSR) for the
-duration of the call, so subnormals are honoured whatever the caller set.
+"Bit for bit" covers every result that is not a NaN: equal bits on every path, signed zeros
+and infinities included (they follow IEEE's rules as the float64 formula does). NaN results
+are NaN at the same positions on every path, but their sign and payload may differ between
+paths (bfloat16: 0x7FC0 from this kernel's integer conversion, the sign kept by the
+AVX512_BF16 one, 0xFFFF from the eager path's rounding on the bits); the tests compare NaN
+positions, and the bits everywhere else. Each thread sets round-to-nearest and clears
+flush-to-zero / denormals-are-zero (x86 MXCSR) for the duration of the call, so subnormals are
+honoured whatever the caller set.
 
-Build: the source is compiled into a cache directory (``$POSENC_CACHE_DIR``, else
-``~/.cache/posenc_core``, else a fresh temporary directory when neither is writable) under a
-name keyed by the SHA-256 of the source, the compiler's ``--version``, the flags and the CPU's
-feature flags (``-march=native``); built to a temporary name and renamed atomically, so two
-processes compiling at once both end with a complete library. Nothing is downloaded. A
-missing compiler or a compile error is kept (its first line) in :attr:`NativeKernel.error`;
-``kernels.rotate`` then warns once and uses the eager paths.
+Build and cache. The library is compiled with ``$CC`` (else ``cc``) into the cache folder,
+``$POSENC_CACHE_DIR`` if set, else ``~/.cache/posenc_core``, under a name keyed by the SHA-256
+of ``native.c``'s bytes, the compiler's ``--version``, the flags (after the OpenMP probe) and
+the CPU's feature flags (``-march=native``). Nothing is downloaded.
+
+* Trust: a library is loaded only from a folder owned by this user, writable by nobody else
+  and not a symbolic link, and only a regular file that is owned by this user, writable by
+  nobody else, not a link, and whose SHA-256 matches the record written beside it after its
+  build (``<library>.sha256``, under the same checks). The bytes hashed are read from the
+  descriptor that is then loaded (through ``/proc/self/fd`` where it exists), and files are
+  opened relative to the checked folder's own descriptor. A missing, corrupt (truncated,
+  overwritten) or untrusted library is rebuilt, never loaded. Folders this module creates
+  (the cache folder and its missing parents) get mode 0700 whatever the umask.
+* A cache folder that fails these checks (writable by group or others, someone else's, a
+  link) or that cannot be created or written is not used: the library is built in a private
+  temporary folder (mode 0700) of this process, removed at exit; :func:`status` says why. A
+  read-only cache folder that holds a valid library and its record is used as it is.
+* One build at a time: a lock per kernel within the process, and across processes an
+  ``flock`` on ``rope_native.lock`` in the cache folder (where ``fcntl`` exists); once both are
+  held, the folder is checked again, since another process may just have built the library.
+  A build goes to a private subfolder and is renamed into place atomically.
+* OpenMP only where the compiler has it: ``-fopenmp`` is probed once per compiler (a tiny
+  program) when a library is built; without it the library is single-threaded, same bits
+  (``native.c`` guards every OpenMP use with ``#ifdef _OPENMP``). The flags are part of the
+  library's name, so the library in the cache records the outcome: later processes look for
+  the OpenMP build, then the single-threaded one, and probe nothing.
+
+``POSENC_NATIVE``, read when the kernel is first needed: unset or ``""``, use the kernel when
+it builds, else the eager paths, silently; ``"0"``, never use it (``fused=True`` then raises a
+RuntimeError saying so); ``"1"``, require it (a failed build is a RuntimeError for
+``fused=None`` too); any other value is a ValueError. Why the kernel is unavailable (no
+compiler, the compile error's first line, ``POSENC_NATIVE=0``) is kept in
+:attr:`NativeKernel.error`; :func:`status` reports it with the library, the folder, the
+compiler and whether OpenMP is in.
 
 Notation for tensor shapes: s = sequence, d = head_dim, r = rotary width (r <= d); x is
 ``(..., s, d)`` with its last dimension contiguous.
@@ -55,437 +87,30 @@ Notation for tensor shapes: s = sequence, d = head_dim, r = rotary width (r <= d
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import ctypes
+import dataclasses
 import hashlib
 import os
 import platform
+import shutil
+import stat
 import subprocess
 import tempfile
+import threading
+from collections.abc import Iterator
+from importlib import resources
 from pathlib import Path
 
 import torch
 
-# The C source. Kinds: 0 float32, 1 float64, 2 bfloat16 with bfloat16 tables, 3 float16 with
-# float16 tables, 4 bfloat16 with float64 tables, 5 float16 with float64 tables.
-SOURCE = r"""
-#include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
-#include <omp.h>
-#if defined(__x86_64__) || defined(__i386__)
-#include <xmmintrin.h>
-#endif
+try:
+    import fcntl
+except ImportError:  # Windows: no flock; the in-process lock still serialises this process
+    fcntl = None
 
-#define MAX_DIMS 16
-#define PARALLEL_MIN_ELEMENTS 32768  /* below this, one thread: a team costs more than it saves */
-#define INLINE static inline __attribute__((always_inline))
-
-/* ---------------------------------------------------------------- bit casts */
-
-INLINE uint32_t bits32(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
-INLINE float float32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
-
-/* bfloat16 -> float32: exact (the 16 high bits). */
-INLINE float from_bf16(uint16_t h) { return float32((uint32_t)h << 16); }
-
-/* float16 -> float32, exact: the 15 magnitude bits moved to float32's fields and scaled by
-   2**112 (the exponent bias difference; also makes float16 subnormals normal), inf/NaN
-   (exponent 31) mapped to float32's exponent 255, then the sign. (GCC 12 does not vectorise
-   its own _Float16 conversions, so the integer versions are faster here.) */
-INLINE float from_f16(uint16_t h) {
-  uint32_t mag = (uint32_t)(h & 0x7fffu) << 13;
-  uint32_t u = bits32(float32(mag) * 0x1p112f);
-  u = ((h & 0x7c00u) == 0x7c00u) ? (mag | 0x7f800000u) : u;
-  return float32(u | ((uint32_t)(h & 0x8000u) << 16));
-}
-
-/* float32 -> bfloat16, to nearest with ties to even: add 0x7FFF plus the kept last bit, keep
-   the high 16 bits (inf stays inf, large finite values carry into inf); NaN -> 0x7FC0 as
-   torch. */
-INLINE uint16_t to_bf16(uint32_t u) {
-  uint16_t r = (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-  return ((u & 0x7fffffffu) > 0x7f800000u) ? (uint16_t)0x7fc0u : r;
-}
-
-/* float32 -> float16, to nearest with ties to even. Normal results (|v| >= 2**-14): rebias
-   the exponent and round away 13 bits as for bfloat16 (a carry moves into the exponent).
-   Subnormal results: |v| + 0.5 rounds |v| to a multiple of 2**-24 (the ulp of 0.5), float16's
-   subnormal grid, and its bits minus those of 0.5 count the steps (1024 steps is the smallest
-   normal, encoded correctly). |v| >= 65520 (the midpoint above 65504, even side inf) -> inf;
-   NaN -> 0x7E00 with the sign, as torch. */
-INLINE uint16_t to_f16(uint32_t u) {
-  uint32_t sign = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
-  uint32_t n = a - (112u << 23);
-  uint32_t normal = (n + 0xfffu + ((n >> 13) & 1u)) >> 13;
-  uint32_t sub = bits32(float32(a) + 0.5f) - 0x3f000000u;
-  uint32_t m = (a < 0x38800000u) ? sub : normal;
-  m = (a >= 0x477ff000u) ? 0x7c00u : m;
-  m = (a > 0x7f800000u) ? 0x7e00u : m;
-  return (uint16_t)(sign | m);
-}
-
-/* p + b, exact products p and b, rounded to odd at float32 precision: s = fl(p + b) and its
-   exact error e by TwoSum (Knuth; six operations, exact in round-to-nearest without
-   reassociation); if e != 0 and s's last bit is 0, s moves one ulp toward e (away from zero
-   when e has s's sign), which is the odd one of the two floats around p + b. s = 0 implies
-   e = 0; inf/NaN sums are left alone (e is NaN there). */
-INLINE uint32_t odd_sum32(float p, float b) {
-  float s = p + b;
-  float bb = s - p;
-  float e = (p - (s - bb)) + (b - bb);
-  uint32_t u = bits32(s), eu = bits32(e);
-  /* 0/1 flags in integer arithmetic (comparisons of _Bool type would stop the vectoriser) */
-  uint32_t inexact = ((eu & 0x7fffffffu) + 0x7fffffffu) >> 31;    /* e != 0 */
-  uint32_t special = ((u & 0x7f800000u) + 0x00800000u) >> 31;     /* s is inf or NaN */
-  uint32_t fix = inexact & ~special & ~u & 1u;                    /* ... and s's last bit 0 */
-  uint32_t step = 1u - (((eu ^ u) >> 31) << 1);                   /* +1, or -1 toward zero */
-  return u + (step & (0u - fix));
-}
-
-/* A float64 value S rounded to odd at float32 precision on float32's grid (subnormals
-   included): to nearest, one step toward zero if that went past S, then the last bit set if
-   inexact (as _numerics._round_once; inf past a finite S becomes FLT_MAX, then the conversion
-   gives inf; NaN stays NaN). */
-INLINE uint32_t odd64(double S) {
-  float f = (float)S;
-  double fd = (double)f;
-  uint32_t u = bits32(f);
-  u = (__builtin_fabs(fd) > __builtin_fabs(S)) ? u - 1u : u;
-  return (fd != S) ? (u | 1u) : u;
-}
-
-/* The exact S + e (TwoSum in float64) rounded to odd at float32 precision (as
-   _numerics.round_sum_once): d = f - S is exact; f is S + e if d == e; else step toward zero if
-   f is past S + e, and set the last bit. */
-INLINE uint32_t odd_pair64(double S, double e) {
-  float f = (float)S;
-  uint32_t u = bits32(f);
-  if ((u & 0x7f800000u) == 0x7f800000u) return u;  /* inf or NaN: a correct result already */
-  double d = (double)f - S;
-  if (d == e) return u;
-  int past = (S > 0) ? (d > e) : (d < e);
-  return (past ? u - 1u : u) | 1u;
-}
-
-/* One element of the exact float64 path: p + b with p, b exact float64 products. */
-INLINE uint32_t odd_exact64(double p, double b) {
-  double S = p + b;
-  double bb = S - p;
-  double e = (p - (S - bb)) + (b - bb);
-  return odd_pair64(S, e);
-}
-
-/* ---------------------------------------------------------------- rows
-   Each row function rotates the h = r/2 pairs of one row. x1/x2 (o1/o2, c1/c2, w1/w2) point at
-   the first and second element of pair 0; step is 1 ("half": the second elements start r/2
-   later) or 2 ("interleaved"). The tables c (cos) and w (the signed sine: -sin on the first
-   element of every pair, sin on the second) are already in the working type, float or double
-   (see fill_tables). The in-place versions read and write through x1, x2 only (a pair is read
-   before it is written, and pairs are disjoint). */
-
-#define ROW_FUNCTIONS(NAME, T, TT, LOAD, STORE, OP)                                            \
-  INLINE void NAME##_out(const T *restrict x1, const T *restrict x2, T *restrict o1,           \
-                         T *restrict o2, const TT *restrict c1, const TT *restrict c2,         \
-                         const TT *restrict w1, const TT *restrict w2, int64_t h,              \
-                         const int64_t step) {                                                 \
-    for (int64_t i = 0; i < h; i++) {                                                          \
-      int64_t k = i * step;                                                                    \
-      TT a = LOAD(x1[k]), b = LOAD(x2[k]);                                                     \
-      o1[k] = STORE(OP(a, b, c1[k], w1[k]));                                                   \
-      o2[k] = STORE(OP(b, a, c2[k], w2[k]));                                                   \
-    }                                                                                          \
-  }                                                                                            \
-  INLINE void NAME##_in(T *restrict x1, T *restrict x2, const TT *restrict c1,                 \
-                        const TT *restrict c2, const TT *restrict w1, const TT *restrict w2,   \
-                        int64_t h, const int64_t step) {                                       \
-    for (int64_t i = 0; i < h; i++) {                                                          \
-      int64_t k = i * step;                                                                    \
-      TT a = LOAD(x1[k]), b = LOAD(x2[k]);                                                     \
-      x1[k] = STORE(OP(a, b, c1[k], w1[k]));                                                   \
-      x2[k] = STORE(OP(b, a, c2[k], w2[k]));                                                   \
-    }                                                                                          \
-  }
-
-#define ID(v) (v)
-#define BF16_TO_DOUBLE(v) ((double)from_bf16(v))
-#define F16_TO_DOUBLE(v) ((double)from_f16(v))
-/* One output u * c + v * w of a pair: with w = -s1, u c1 + v w1 is the formula's x1 c1 - x2 s1
-   bit for bit, since v * (-s) == -(v * s) and p + (-q) == p - q exactly in IEEE arithmetic
-   (signed zeros included). Written with additions only: GCC 12 turns the alternating
-   a*c - b*s, b*c + a*s of the interleaved layout into vfmaddsub instructions even with
-   -ffp-contract=off, which would round once where the formula rounds twice. */
-#define PLAIN(u, v, c, w) ((u) * (c) + (v) * (w))   /* each product and the sum rounded */
-#define ODD32(u, v, c, w) odd_sum32((u) * (c), (v) * (w))     /* exact products */
-#define ODD64(u, v, c, w) odd64((u) * (c) + (v) * (w))        /* the float64 formula */
-#define EXACT64(u, v, c, w) odd_exact64((u) * (c), (v) * (w)) /* exact float64 products */
-
-ROW_FUNCTIONS(f32, float, float, ID, ID, PLAIN)
-ROW_FUNCTIONS(f64, double, double, ID, ID, PLAIN)
-ROW_FUNCTIONS(bf16, uint16_t, float, from_bf16, to_bf16, ODD32)
-ROW_FUNCTIONS(f16, uint16_t, float, from_f16, to_f16, ODD32)
-ROW_FUNCTIONS(bf16x, uint16_t, double, BF16_TO_DOUBLE, to_bf16, EXACT64)
-ROW_FUNCTIONS(bf16w, uint16_t, double, BF16_TO_DOUBLE, to_bf16, ODD64)
-ROW_FUNCTIONS(f16w, uint16_t, double, F16_TO_DOUBLE, to_f16, ODD64)
-
-/* With AVX-512, the half layout of bfloat16/float16 with float32 tables runs 16 pairs per step
-   in explicit vector code (the same arithmetic as odd_sum32, to_bf16 and to_f16, lane by lane;
-   float16 through the hardware conversions vcvtph2ps, exact, and vcvtps2ph with rounding to
-   nearest even given in the instruction, IEEE's rounding including subnormal results and
-   overflow to inf). The compiler's own vectorisation of the portable code above is about 1.3x
-   slower there. The tail (and the interleaved layout) uses the portable code.
-   POSENC_NO_INTRINSICS turns this off (the tests build both). */
-#if defined(__AVX512F__) && !defined(POSENC_NO_INTRINSICS)
-#include <immintrin.h>
-
-INLINE __m512 v_odd_sum(__m512 p, __m512 b) {
-  __m512 s = _mm512_add_ps(p, b);
-  __m512 bb = _mm512_sub_ps(s, p);
-  __m512 e = _mm512_add_ps(_mm512_sub_ps(p, _mm512_sub_ps(s, bb)), _mm512_sub_ps(b, bb));
-  __m512i u = _mm512_castps_si512(s), eu = _mm512_castps_si512(e);
-  __m512i expo = _mm512_set1_epi32(0x7f800000);
-  __mmask16 inexact = _mm512_test_epi32_mask(eu, _mm512_set1_epi32(0x7fffffff));
-  __mmask16 special = _mm512_cmpeq_epi32_mask(_mm512_and_si512(u, expo), expo);
-  __mmask16 odd = _mm512_test_epi32_mask(u, _mm512_set1_epi32(1));
-  __mmask16 fix = _kandn_mask16(special, _kandn_mask16(odd, inexact));
-  /* +1 where e has s's sign, -1 (toward zero) where not */
-  __m512i step = _mm512_or_si512(_mm512_srai_epi32(_mm512_xor_si512(eu, u), 31),
-                                 _mm512_set1_epi32(1));
-  return _mm512_castsi512_ps(_mm512_mask_add_epi32(u, fix, u, step));
-}
-
-INLINE __m512 v_load_bf16(const uint16_t *p) {
-  __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)p));
-  return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
-}
-INLINE void v_store_bf16(uint16_t *p, __m512 v) {
-#ifdef __AVX512BF16__
-  /* vcvtneps2bf16 rounds to nearest even but flushes subnormal inputs to zero: used unless a
-     lane holds a nonzero |v| below 2**-126 (rare: a sum that cancels that far) */
-  __m512i a = _mm512_and_si512(_mm512_castps_si512(v), _mm512_set1_epi32(0x7fffffff));
-  __mmask16 tiny = _mm512_cmplt_epu32_mask(_mm512_sub_epi32(a, _mm512_set1_epi32(1)),
-                                           _mm512_set1_epi32(0x007fffff));
-  if (!tiny) {
-    _mm256_storeu_si256((__m256i *)p, (__m256i)_mm512_cvtneps_pbh(v));
-    return;
-  }
-#endif
-  __m512i u = _mm512_castps_si512(v);
-  __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
-  __m512i r = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)),
-                                                  lsb), 16);
-  __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
-  r = _mm512_mask_mov_epi32(r, nan, _mm512_set1_epi32(0x7fc0));
-  _mm256_storeu_si256((__m256i *)p, _mm512_cvtepi32_epi16(r));
-}
-INLINE __m512 v_load_f16(const uint16_t *p) {
-  return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p));
-}
-INLINE void v_store_f16(uint16_t *p, __m512 v) {
-  _mm256_storeu_si256((__m256i *)p,
-                      _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-}
-
-/* x1/o1 may equal x2's partner arrays of the same row (in place): every step loads before
-   it stores, and the pairs of different steps are disjoint. */
-#define VECTOR_ROW(NAME, GENERIC, LOADV, STOREV)                                               \
-  INLINE void NAME##_pairs(const uint16_t *x1, const uint16_t *x2, uint16_t *o1, uint16_t *o2,  \
-                           const float *c1, const float *c2, const float *w1, const float *w2, \
-                           int64_t h, int64_t step, int in_place) {                            \
-    int64_t i = 0;                                                                             \
-    if (step == 1) {                                                                           \
-      for (; i + 16 <= h; i += 16) {                                                           \
-        __m512 a = LOADV(x1 + i), b = LOADV(x2 + i);                                           \
-        __m512 first = v_odd_sum(_mm512_mul_ps(a, _mm512_loadu_ps(c1 + i)),                    \
-                                 _mm512_mul_ps(b, _mm512_loadu_ps(w1 + i)));                   \
-        __m512 second = v_odd_sum(_mm512_mul_ps(b, _mm512_loadu_ps(c2 + i)),                   \
-                                  _mm512_mul_ps(a, _mm512_loadu_ps(w2 + i)));                  \
-        STOREV(o1 + i, first);                                                                 \
-        STOREV(o2 + i, second);                                                                \
-      }                                                                                        \
-    }                                                                                          \
-    int64_t k = i * step;                                                                      \
-    if (in_place)                                                                              \
-      GENERIC##_in(o1 + k, o2 + k, c1 + k, c2 + k, w1 + k, w2 + k, h - i, step);               \
-    else                                                                                       \
-      GENERIC##_out(x1 + k, x2 + k, o1 + k, o2 + k, c1 + k, c2 + k, w1 + k, w2 + k, h - i,     \
-                    step);                                                                     \
-  }                                                                                            \
-  INLINE void NAME##_out(const uint16_t *x1, const uint16_t *x2, uint16_t *o1, uint16_t *o2,    \
-                         const float *c1, const float *c2, const float *w1, const float *w2,   \
-                         int64_t h, const int64_t step) {                                      \
-    NAME##_pairs(x1, x2, o1, o2, c1, c2, w1, w2, h, step, 0);                                  \
-  }                                                                                            \
-  INLINE void NAME##_in(uint16_t *x1, uint16_t *x2, const float *c1, const float *c2,           \
-                        const float *w1, const float *w2, int64_t h, const int64_t step) {     \
-    NAME##_pairs(x1, x2, x1, x2, c1, c2, w1, w2, h, step, 1);                                  \
-  }
-VECTOR_ROW(bf16v, bf16, v_load_bf16, v_store_bf16)
-VECTOR_ROW(f16v, f16, v_load_f16, v_store_f16)
-#define ROW_BF16 bf16v
-#define ROW_F16 f16v
-#else
-#define ROW_BF16 bf16
-#define ROW_F16 f16
-#endif
-
-/* Whether a bfloat16 row holds a nonzero finite |x| below 2**-63 (bits 0x2000) or at least
-   2**100 (bits 0x7180), where a float32 product could underflow or a sum come near overflow
-   (16-bit lanes: a - 1 < 0x1fff is 0 < a < 0x2000, a - 0x7180 < 0xe00 is 2**100 <= a < inf). */
-static int bf16_row_unsafe(const uint16_t *x, int64_t r) {
-  uint16_t bad = 0;
-  for (int64_t i = 0; i < r; i++) {
-    uint16_t a = x[i] & 0x7fffu;
-    bad |= (uint16_t)((uint16_t)(a - 1u) < 0x1fffu) |
-           (uint16_t)((uint16_t)(a - 0x7180u) < 0x0e00u);
-  }
-  return bad != 0;
-}
-
-/* Table rows in the working type: c = cos, w = the signed sine. For bfloat16 tables, returns
-   whether a nonzero finite entry lies outside [2**-63, 2**8] (float32 bits 0x20000000 and
-   0x43800000), where a product with an x could underflow float32 or the exact path's bounds
-   fail. */
-#define FILL(NAME, TIN, TW, CONV)                                                              \
-  static int NAME(const TIN *c, const TIN *s, TW *cw, TW *ww, int64_t r, int interleaved,      \
-                  int check) {                                                                 \
-    uint32_t bad = 0;                                                                          \
-    for (int64_t i = 0; i < r; i++) {                                                          \
-      int first = interleaved ? (i % 2 == 0) : (i < r / 2);                                    \
-      TW cv = CONV(c[i]), sv = CONV(s[i]);                                                     \
-      cw[i] = cv;                                                                              \
-      ww[i] = first ? -sv : sv;                                                                \
-      if (check) {                                                                             \
-        uint32_t ac = bits32((float)cv) & 0x7fffffffu, as = bits32((float)sv) & 0x7fffffffu;  \
-        bad |= ((ac != 0) & (ac < 0x20000000u)) | ((ac > 0x43800000u) & (ac < 0x7f800000u));   \
-        bad |= ((as != 0) & (as < 0x20000000u)) | ((as > 0x43800000u) & (as < 0x7f800000u));   \
-      }                                                                                        \
-    }                                                                                          \
-    return bad != 0;                                                                           \
-  }
-FILL(fill_f32, float, float, ID)
-FILL(fill_f64, double, double, ID)
-FILL(fill_bf16, uint16_t, float, from_bf16)
-FILL(fill_f16, uint16_t, float, from_f16)
-
-/* (two levels, so that NAME may itself be a macro such as ROW_BF16) */
-#define DISPATCH(NAME, T, TT, CB, WB) DISPATCH_(NAME, T, TT, CB, WB)
-#define DISPATCH_(NAME, T, TT, CB, WB)                                                         \
-  do {                                                                                         \
-    T *xr = (T *)x + xo;                                                                       \
-    T *orow = (T *)out + oo;                                                                   \
-    const TT *cr = (const TT *)(CB), *wr = (const TT *)(WB);                                   \
-    if (in_place) {                                                                            \
-      if (interleaved) NAME##_in(xr, xr + 1, cr, cr + 1, wr, wr + 1, h, 2);                   \
-      else NAME##_in(xr, xr + h, cr, cr + h, wr, wr + h, h, 1);                                \
-    } else {                                                                                   \
-      if (interleaved)                                                                         \
-        NAME##_out(xr, xr + 1, orow, orow + 1, cr, cr + 1, wr, wr + 1, h, 2);                  \
-      else NAME##_out(xr, xr + h, orow, orow + h, cr, cr + h, wr, wr + h, h, 1);               \
-      if (r < d) memcpy(orow + r, xr + r, (size_t)(d - r) * sizeof(T));                        \
-    }                                                                                          \
-  } while (0)
-
-/* Rotate every row of x into out. The rows are indexed by shape[0..nd): leading dimensions,
-   then the sequence (shape[nd - 1]); each row has d elements, the first r rotated. Strides are
-   in elements of each tensor (0 for broadcast table dimensions); the last dimension of every
-   tensor is contiguous. Returns the number of rows that took the exact float64 path (kind 2
-   only), or -1 if out of memory.
-
-   Order: the work is cut into tiles of `block` positions times a range of leading indices. A
-   tile converts its table rows once (to float or double, the sine signed) when the tables are
-   shared by every leading index, and then runs over every leading index, so those table rows
-   stay in cache while every head that uses them is rotated (in plain row order the (s, r)
-   tables, as large as one head of x, would be read again for every head). Per-batch tables
-   are converted row by row. Tiles are split evenly over the threads. */
-int64_t rope_rotate(int kind, int interleaved, int in_place, int nthreads, void *x, void *out,
-                    const void *cosp, const void *sinp, int nd, const int64_t *shape,
-                    const int64_t *xst, const int64_t *ost, const int64_t *cst,
-                    const int64_t *sst, int64_t d, int64_t r) {
-  int64_t seq = shape[nd - 1], outer = 1, exact_rows = 0, failed = 0;
-  for (int k = 0; k < nd - 1; k++) outer *= shape[k];
-  if (outer * seq * r < PARALLEL_MIN_ELEMENTS || nthreads < 1) nthreads = 1;
-  int shared = 1;  /* one table for every leading index */
-  for (int k = 0; k < nd - 1; k++) shared &= (cst[k] == 0) & (sst[k] == 0);
-  int64_t block = r >= 2048 ? 1 : 2048 / r;  /* positions per tile: ~2048 table elements */
-  if (block > seq) block = seq;
-  int64_t n_blocks = (seq + block - 1) / block;
-  int64_t chunks = (4 * (int64_t)nthreads + n_blocks - 1) / n_blocks;  /* >= 4 tiles a thread */
-  if (chunks > outer) chunks = outer;
-  int64_t tiles = n_blocks * chunks;
-  size_t wsize = (kind == 1 || kind >= 4) ? sizeof(double) : sizeof(float);
-#pragma omp parallel num_threads(nthreads) reduction(+ : exact_rows, failed)
-  {
-#if defined(__x86_64__) || defined(__i386__)
-    unsigned int csr = _mm_getcsr();
-    _mm_setcsr(csr & ~(0x8000u | 0x0040u | 0x6000u));  /* no FTZ, no DAZ, round to nearest */
-#endif
-    int tid = omp_get_thread_num(), nth = omp_get_num_threads();
-    int64_t h = r / 2, rows_buffered = shared ? block : 1;
-    char *cbuf = malloc(2 * (size_t)(rows_buffered * r) * wsize + (size_t)rows_buffered);
-    char *wbuf = cbuf + (size_t)(rows_buffered * r) * wsize;
-    char *unsafe_rows = wbuf + (size_t)(rows_buffered * r) * wsize;  /* per buffered row */
-    int64_t t0 = tiles * tid / nth, t1 = tiles * (tid + 1) / nth;
-    if (!cbuf) { failed += 1; t1 = t0; }
-    for (int64_t tile = t0; tile < t1; tile++) {
-      int64_t b = tile % n_blocks, chunk = tile / n_blocks;
-      int64_t p0 = b * block, p1 = p0 + block < seq ? p0 + block : seq;
-      for (int64_t o = outer * chunk / chunks; o < outer * (chunk + 1) / chunks; o++) {
-        int64_t xb = 0, ob = 0, cb = 0, sb = 0, rest = o;
-        for (int k = nd - 2; k >= 0; k--) {  /* the leading multi-index of o */
-          int64_t i = rest % shape[k];
-          rest /= shape[k];
-          xb += i * xst[k]; ob += i * ost[k]; cb += i * cst[k]; sb += i * sst[k];
-        }
-        for (int64_t p = p0; p < p1; p++) {
-          int64_t xo = xb + p * xst[nd - 1], oo = ob + p * ost[nd - 1];
-          int64_t slot = shared ? p - p0 : 0;
-          char *cw = cbuf + (size_t)(slot * r) * wsize, *ww = wbuf + (size_t)(slot * r) * wsize;
-          if (!shared || o == outer * chunk / chunks) {  /* table row p into the buffer */
-            int64_t co = cb + p * cst[nd - 1], so = sb + p * sst[nd - 1];
-            int unsafe = 0;
-            switch (kind) {
-              case 0: fill_f32((const float *)cosp + co, (const float *)sinp + so,
-                               (float *)cw, (float *)ww, r, interleaved, 0); break;
-              case 2: unsafe = fill_bf16((const uint16_t *)cosp + co, (const uint16_t *)sinp + so,
-                                         (float *)cw, (float *)ww, r, interleaved, 1); break;
-              case 3: fill_f16((const uint16_t *)cosp + co, (const uint16_t *)sinp + so,
-                               (float *)cw, (float *)ww, r, interleaved, 0); break;
-              default: fill_f64((const double *)cosp + co, (const double *)sinp + so,
-                                (double *)cw, (double *)ww, r, interleaved, 0); break;
-            }
-            unsafe_rows[slot] = (char)unsafe;
-          }
-          switch (kind) {
-            case 0: DISPATCH(f32, float, float, cw, ww); break;
-            case 1: DISPATCH(f64, double, double, cw, ww); break;
-            case 2:
-              if (!unsafe_rows[slot] && !bf16_row_unsafe((const uint16_t *)x + xo, r)) {
-                DISPATCH(ROW_BF16, uint16_t, float, cw, ww);
-              } else {  /* the exact float64 path (the float tables convert exactly) */
-                double cd[r], wd[r];
-                for (int64_t i = 0; i < r; i++) {
-                  cd[i] = ((const float *)cw)[i];
-                  wd[i] = ((const float *)ww)[i];
-                }
-                DISPATCH(bf16x, uint16_t, double, cd, wd);
-                exact_rows += 1;
-              }
-              break;
-            case 3: DISPATCH(ROW_F16, uint16_t, float, cw, ww); break;
-            case 4: DISPATCH(bf16w, uint16_t, double, cw, ww); break;
-            case 5: DISPATCH(f16w, uint16_t, double, cw, ww); break;
-          }
-        }
-      }
-    }
-    free(cbuf);
-#if defined(__x86_64__) || defined(__i386__)
-    _mm_setcsr(csr);
-#endif
-  }
-  return failed ? -1 : exact_rows;
-}
-"""
+SOURCE_NAME = "native.c"  # package data beside this module
 
 # -O3 (and -funroll-loops, a few per cent on the short rows) lets the compiler vectorise the row
 # loops; -march=native is right because the library is compiled on the machine that runs it
@@ -493,7 +118,8 @@ int64_t rope_rotate(int kind, int interleaved, int in_place, int nthreads, void 
 # (GCC prefers 256; 512 measured 10-25% faster here for the low-precision kinds).
 # -ffp-contract=off: no fused multiply-add, whose single rounding differs from the formula's
 # two. Never -ffast-math/-Ofast: they allow reassociation (which breaks TwoSum and the formula's
-# order) and flush subnormals.
+# order) and flush subnormals. -Werror=vla: no variable-length array (a stack overflow for wide
+# rows) can come back. OPENMP_FLAG is added where the compiler accepts it (probed).
 _X86 = platform.machine().lower() in ("x86_64", "amd64", "i386", "i686")
 FLAGS = (
     "-O3",
@@ -502,14 +128,27 @@ FLAGS = (
     *(("-mprefer-vector-width=512",) if _X86 else ()),
     "-ffp-contract=off",
     "-fno-fast-math",
-    "-fopenmp",
+    "-Werror=vla",
     "-std=gnu11",
     "-fPIC",
     "-shared",
 )
+OPENMP_FLAG = "-fopenmp"
+OPENMP_PROBE = "#include <omp.h>\nint posenc_openmp_probe(void) { return omp_get_max_threads(); }\n"
 
-# Kinds by (x dtype, table dtype), as in the C source; the tables are already in the working
-# dtype (``kernels.working_dtype``).
+MODE_ENV = "POSENC_NATIVE"
+MODES = {
+    "": "use the native kernel when it builds, else the eager paths (the default)",
+    "0": "never use the native kernel",
+    "1": "require the native kernel: a failed build is an error",
+}
+CACHE_ENV = "POSENC_CACHE_DIR"
+DEFAULT_CACHE = "~/.cache/posenc_core"
+LOCK_NAME = "rope_native.lock"
+RECORD_SUFFIX = ".sha256"  # the SHA-256 of a library, in hex, beside it
+
+# Kinds by (x dtype, table dtype), as in native.c; the tables are already in the working dtype
+# (``kernels.working_dtype``).
 KINDS = {
     (torch.float32, torch.float32): 0,
     (torch.float64, torch.float64): 1,
@@ -533,20 +172,211 @@ def supports(x_dtype: torch.dtype, table_dtype: torch.dtype) -> bool:
     return (x_dtype, table_dtype) in KINDS
 
 
-def cache_dir() -> Path:
-    """Where compiled libraries are kept: ``$POSENC_CACHE_DIR``, else ``~/.cache/posenc_core``,
-    else (neither writable) a fresh temporary directory."""
-    for candidate in (os.environ.get("POSENC_CACHE_DIR"), "~/.cache/posenc_core"):
-        if not candidate:
-            continue
-        path = Path(candidate).expanduser()
+def source() -> bytes:
+    """The kernel's C source: ``native.c``, read from the installed package."""
+    return resources.files(__package__).joinpath(SOURCE_NAME).read_bytes()
+
+
+def read_mode() -> str:
+    """The ``POSENC_NATIVE`` setting: ``""`` (unset or empty), ``"0"`` or ``"1"``."""
+    value = os.environ.get(MODE_ENV, "")
+    if value not in MODES:
+        allowed = "; ".join(f"{k!r}: {v}" for k, v in MODES.items())
+        raise ValueError(f"{MODE_ENV} must be unset or one of {allowed}; got {value!r}")
+    return value
+
+
+@dataclasses.dataclass(frozen=True)
+class Status:
+    """Where the native kernel stands (:func:`status`).
+
+    Attributes:
+        available: whether ``fused=None`` uses it in this process.
+        reason: why it is unavailable (e.g. ``"disabled by POSENC_NATIVE=0"``, ``"no C
+            compiler 'cc' (...)"``, the compile error's first line); when it is available,
+            None or a note (e.g. that the cache folder was not trusted, so the library was built
+            in a private temporary folder).
+        library: the loaded library's path (None when unavailable).
+        cache_folder: the folder it was loaded from or built in (None if none was reached).
+        compiler: the C compiler (``$CC``, else ``cc``).
+        openmp: whether the library was built with OpenMP (else it runs on one thread).
+        mode: the ``POSENC_NATIVE`` setting (``""``, ``"0"``, ``"1"``, or the invalid value).
+    """
+
+    available: bool
+    reason: str | None
+    library: Path | None
+    cache_folder: Path | None
+    compiler: str
+    openmp: bool
+    mode: str
+
+
+def status() -> Status:
+    """Whether :func:`~posenc_core.rope.apply_rope` uses the native kernel in this process,
+    and if not, why. Builds (or loads) the library first if no call has needed it yet, so it
+    may take a few seconds once."""
+    return kernel.status()
+
+
+# --------------------------------------------------------------------------- trusted folders
+
+
+def _is_ours(st: os.stat_result) -> bool:
+    """Owned by this user and writable by nobody else: only this user (or root) could have
+    written what it holds. (Where there are no user ids, Windows, ownership is not checked.)"""
+    owner = not hasattr(os, "getuid") or st.st_uid == os.getuid()
+    return owner and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+
+
+def _flag(name: str) -> int:
+    return getattr(os, name, 0)
+
+
+class _Folder:
+    """An open, checked folder (:func:`_open_folder`). The files whose trust is decided (the
+    library, its record, the lock) are opened relative to its descriptor (``dir_fd``), so they
+    are read from the folder that was checked even if its path is renamed meanwhile."""
+
+    def __init__(self, path: Path, fd: int, private: bool) -> None:
+        self.path, self.fd, self.private = path, fd, private
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+    def open_file(self, name: str) -> int | None:
+        """A read descriptor of the regular file ``name`` if it exists, is not a symbolic link
+        (O_NOFOLLOW) and is ours (:func:`_is_ours`, checked on the opened descriptor, so on the
+        file that will be read); else None."""
+        flags = os.O_RDONLY | _flag("O_NOFOLLOW") | _flag("O_CLOEXEC")
         try:
-            path.mkdir(parents=True, exist_ok=True)
+            fd = os.open(name, flags, dir_fd=self.fd)  # a symbolic link fails here (ELOOP)
         except OSError:
+            return None
+        st = os.fstat(fd)  # the opened file itself: no window between check and use
+        if stat.S_ISREG(st.st_mode) and _is_ours(st):
+            return fd
+        os.close(fd)
+        return None
+
+    def read_record(self, name: str) -> str | None:
+        """The SHA-256 recorded in ``name`` (64 hex digits), if the file is trusted."""
+        fd = self.open_file(name)
+        if fd is None:
+            return None
+        with os.fdopen(fd, "rb") as f:
+            text = f.read(128).decode("ascii", "replace").strip()
+        return text if len(text) == 64 and all(c in "0123456789abcdef" for c in text) else None
+
+
+def _open_folder(path: Path, private: bool = False) -> tuple[_Folder | None, str | None]:
+    """``path`` opened and checked (a folder, not a symbolic link, ours: :func:`_is_ours`), or
+    None and what is wrong with it."""
+    flags = os.O_RDONLY | _flag("O_DIRECTORY") | _flag("O_NOFOLLOW") | _flag("O_CLOEXEC")
+    try:
+        fd = os.open(path, flags)  # O_NOFOLLOW: a symbolic link is refused, not followed
+    except OSError as exc:
+        return None, f"cannot be opened ({exc.strerror or exc})"
+    st = os.fstat(fd)
+    problem = None
+    if not stat.S_ISDIR(st.st_mode):
+        problem = "is not a folder"
+    elif hasattr(os, "getuid") and st.st_uid != os.getuid():
+        problem = f"is owned by user id {st.st_uid}, not this user ({os.getuid()})"
+    elif not _is_ours(st):
+        problem = f"is writable by others (mode {stat.S_IMODE(st.st_mode):o})"
+    if problem:
+        os.close(fd)
+        return None, problem
+    return _Folder(path, fd, private), None
+
+
+def _make_folders(path: Path) -> None:
+    """Create ``path`` and its missing parents with mode 0700, whatever the umask (mkdir's mode
+    is masked by it, so chmod after; only what this call created is changed)."""
+    missing = [p for p in (path, *path.parents) if not os.path.lexists(p)]
+    for p in reversed(missing):
+        try:
+            os.mkdir(p, 0o700)
+        except FileExistsError:  # created meanwhile by someone else: checked when opened
             continue
-        if os.access(path, os.W_OK | os.X_OK):
-            return path
-    return Path(tempfile.mkdtemp(prefix="posenc_core_"))
+        os.chmod(p, 0o700)  # private: a umask of 000 would have left it writable by all
+
+
+_private: Path | None = None
+_private_lock = threading.Lock()
+
+
+def _private_folder() -> _Folder:
+    """This process's private temporary folder (mode 0700, from ``tempfile.mkdtemp``), created
+    on first use and removed at exit (a loaded library may be unlinked while it is mapped)."""
+    global _private
+    with _private_lock:
+        if _private is None or not _private.is_dir():
+            _private = Path(tempfile.mkdtemp(prefix="posenc_core_"))
+            atexit.register(shutil.rmtree, _private, ignore_errors=True)
+        folder, problem = _open_folder(_private, private=True)
+    if folder is None:
+        raise RuntimeError(f"the private temporary folder {_private} {problem}")
+    return folder
+
+
+def _cache_folder() -> tuple[_Folder, str | None]:
+    """The cache folder (``$POSENC_CACHE_DIR``, else ``~/.cache/posenc_core``, created if
+    missing) if it passes the checks; else the private temporary folder, with a note why."""
+    path = Path(os.environ.get(CACHE_ENV) or DEFAULT_CACHE).expanduser()
+    try:
+        _make_folders(path)
+    except OSError as exc:
+        problem = f"cannot be created ({exc.strerror or exc})"
+    else:
+        folder, problem = _open_folder(path)
+        if folder is not None:
+            return folder, None
+    return _private_folder(), _not_used(path, problem)
+
+
+def _not_used(path: Path, problem: str | None) -> str:
+    return f"cache folder {path} {problem}: built in a private temporary folder"
+
+
+def cache_dir() -> Path:
+    """The folder the library is loaded from or built in: ``$POSENC_CACHE_DIR``, else
+    ``~/.cache/posenc_core`` (created with mode 0700 if missing), when it is owned by this user
+    and writable by nobody else; else this process's private temporary folder (mode 0700,
+    removed at exit)."""
+    folder, _ = _cache_folder()
+    folder.close()
+    return folder.path
+
+
+@contextlib.contextmanager
+def _build_lock(folder: _Folder) -> Iterator[None]:
+    """Hold the folder's lock file, so that one process at a time builds there (fcntl.flock;
+    no lock across processes where fcntl is missing). An OSError if the file cannot be
+    created (a read-only folder: then the build goes elsewhere)."""
+    if fcntl is None:
+        yield
+        return
+    flags = os.O_RDWR | os.O_CREAT | _flag("O_NOFOLLOW") | _flag("O_CLOEXEC")
+    fd = os.open(LOCK_NAME, flags, 0o600, dir_fd=folder.fd)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # released when fd is closed
+        yield
+    finally:
+        os.close(fd)
+
+
+# --------------------------------------------------------------------------- the library
+
+
+def _sha256(fd: int) -> str:
+    """The SHA-256 of the file behind ``fd``, read from its start."""
+    digest = hashlib.sha256()
+    os.lseek(fd, 0, os.SEEK_SET)
+    while chunk := os.read(fd, 1 << 20):
+        digest.update(chunk)
+    return digest.hexdigest()
 
 
 def _cpu_flags() -> str:
@@ -559,8 +389,83 @@ def _cpu_flags() -> str:
     return ""
 
 
+def compile_flags(openmp: bool) -> tuple[str, ...]:
+    """The flags a library is built with: ``FLAGS``, and ``OPENMP_FLAG`` if ``openmp``."""
+    return (*FLAGS, OPENMP_FLAG) if openmp else tuple(FLAGS)
+
+
+def library_name(text: bytes, version: str, flags: tuple[str, ...]) -> str:
+    """The file name of the library built from ``text`` by the compiler whose ``--version``
+    is ``version`` with ``flags``, on this CPU."""
+    key = hashlib.sha256(
+        b"\0".join((text, version.encode(), " ".join(flags).encode(), _cpu_flags().encode()))
+    ).hexdigest()[:20]
+    return f"rope_native_{key}.so"
+
+
+def _verified(folder: _Folder, name: str) -> int | None:
+    """A read descriptor of ``folder/name`` if it is trusted and its SHA-256, computed on that
+    descriptor, matches its record; else None (missing, untrusted, corrupt: rebuild it)."""
+    expected = folder.read_record(name + RECORD_SUFFIX)
+    if expected is None:  # no record (an older build, or one cut short): rebuild
+        return None
+    fd = folder.open_file(name)
+    # hash the descriptor that will be loaded, not the path: a truncated or overwritten file
+    # (which would crash the process with SIGBUS or SIGILL when loaded) is caught here
+    if fd is not None and _sha256(fd) != expected:
+        os.close(fd)
+        fd = None
+    return fd
+
+
+def _dlopen(fd: int, path: Path) -> ctypes.CDLL:
+    """Load the library open at ``fd``: through ``/proc/self/fd``, the very file that was
+    checked and hashed, where that exists; else by its path (in a folder only this user can
+    write). The caller keeps ``fd`` open for as long as the library is loaded: the dynamic
+    loader knows a library by the name it was opened with, and must never see that name
+    again for another file."""
+    via_fd = Path(f"/proc/self/fd/{fd}")
+    lib = ctypes.CDLL(str(via_fd if via_fd.exists() else path))
+    fn = lib.rope_rotate
+    i64p = ctypes.POINTER(ctypes.c_int64)
+    fn.restype = ctypes.c_int64
+    fn.argtypes = [
+        ctypes.c_int,
+        ctypes.c_int,
+        ctypes.c_int,
+        ctypes.c_int,
+        ctypes.c_void_p,
+        ctypes.c_void_p,
+        ctypes.c_void_p,
+        ctypes.c_void_p,
+        ctypes.c_int,
+        i64p,
+        i64p,
+        i64p,
+        i64p,
+        i64p,
+        ctypes.c_int64,
+        ctypes.c_int64,
+    ]
+    return lib
+
+
+def _first_line(text: str) -> str:
+    lines = text.strip().splitlines() or ["no output"]
+    return next((ln for ln in lines if "error" in ln), lines[0]).strip()
+
+
+_openmp_support: dict[tuple[str, str], bool] = {}  # (compiler, --version) -> has -fopenmp
+
+
+def _reason(exc: BaseException) -> str:
+    text = str(exc) if isinstance(exc, RuntimeError) else f"{type(exc).__name__}: {exc}"
+    return (text.splitlines() or [type(exc).__name__])[0][:300]
+
+
 class NativeKernel:
-    """The compiled library, built on first use; ``error`` holds why it is unavailable.
+    """The compiled library, built (or loaded from the cache) on first use; ``error`` holds why
+    it is unavailable.
 
     Args:
         compiler: the C compiler to call (``$CC``, else ``cc``).
@@ -568,75 +473,179 @@ class NativeKernel:
 
     def __init__(self, compiler: str | None = None) -> None:
         self.compiler = compiler or os.environ.get("CC") or "cc"
-        self.error: str | None = None
-        self.warned = False
+        self.error: str | None = None  # why the kernel is unavailable
+        self.note: str | None = None  # what to know although it is available
+        self.mode: str | None = None  # POSENC_NATIVE, once read
+        self.path: Path | None = None  # the library loaded
+        self.folder: Path | None = None  # where it was looked for and built
+        self.openmp = False
         self._lib: ctypes.CDLL | None = None
+        self._fd: int | None = None  # the loaded library's descriptor
+        self._lock = threading.Lock()  # one first use at a time in this process
 
     def library(self) -> ctypes.CDLL | None:
-        """The loaded library, compiling it first if needed; None (and ``error`` set) when
-        that fails. Tries once per process."""
-        if self._lib is None and self.error is None:
-            try:
-                self._lib = self._load()
-            except Exception as exc:  # noqa: BLE001 - any failure means: the eager paths
-                self.error = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
-        return self._lib
+        """The loaded library, compiling it first if needed; None (and ``error`` set) when that
+        fails or ``POSENC_NATIVE=0``. Tries once per process (and reads ``POSENC_NATIVE`` then).
+
+        Raises:
+            ValueError: ``POSENC_NATIVE`` holds a value other than ``""``, ``"0"``, ``"1"``.
+            RuntimeError: ``POSENC_NATIVE=1`` and the library cannot be built (the reason).
+        """
+        lib = self._lib
+        if lib is not None:  # the common case, on every call: no lock
+            return lib
+        with self._lock:  # threads arriving meanwhile wait for the first one's build
+            if self._lib is None and self.error is None:
+                self.mode = read_mode()  # a ValueError here is raised again on the next call
+                if self.mode == "0":
+                    self.error = f"disabled by {MODE_ENV}=0"
+                else:
+                    try:
+                        self._lib = self._load()
+                    except Exception as exc:  # noqa: BLE001 - any failure means: the eager paths
+                        self.error = _reason(exc)
+            if self._lib is None and self.mode == "1":
+                raise RuntimeError(
+                    f"{MODE_ENV}=1 requires apply_rope's native kernel, but it could not be "
+                    f"built: {self.error}"
+                )
+            return self._lib
+
+    def status(self) -> Status:
+        """This kernel's :class:`Status` (building or loading the library first if needed)."""
+        reason = None
+        try:
+            self.library()
+        except ValueError as exc:  # an invalid POSENC_NATIVE
+            reason = str(exc)
+        except RuntimeError:  # POSENC_NATIVE=1 and no library: the reason is in self.error
+            pass
+        available = self._lib is not None
+        return Status(
+            available=available,
+            reason=reason or (self.note if available else self.error),
+            library=self.path if available else None,
+            cache_folder=self.folder,
+            compiler=self.compiler,
+            openmp=self.openmp if available else False,
+            mode=self.mode if self.mode is not None else os.environ.get(MODE_ENV, ""),
+        )
 
     def _load(self) -> ctypes.CDLL:
+        """Find or build the library: in the cache folder if it passes the checks and can be
+        written when a build is needed, else in the private temporary folder."""
+        version = self._compiler_version()
+        text = source()
+        folder, self.note = _cache_folder()
         try:
-            version = subprocess.run(
+            return self._load_from(folder, text, version)
+        except OSError as exc:  # cannot write there (read-only, full): build privately
+            if folder.private:
+                raise
+            self.note = _not_used(folder.path, f"cannot be written ({exc.strerror or exc})")
+        finally:
+            folder.close()
+        private = _private_folder()
+        try:
+            return self._load_from(private, text, version)
+        finally:
+            private.close()
+
+    def _load_from(self, folder: _Folder, text: bytes, version: str) -> ctypes.CDLL:
+        """The verified library in ``folder``, built there first (one process at a time) if it
+        is missing, untrusted or corrupt."""
+        self.folder = folder.path
+        found = self._find(folder, text, version)  # no lock needed to read a valid library
+        if found is None:
+            with _build_lock(folder):
+                found = self._find(folder, text, version)  # built meanwhile by another process?
+                if found is None:
+                    self._build(folder, text, version)
+                    found = self._find(folder, text, version)
+            if found is None:
+                raise RuntimeError(f"the library built in {folder.path} does not verify")
+        name, fd, openmp = found
+        try:
+            lib = _dlopen(fd, folder.path / name)
+        except BaseException:
+            os.close(fd)
+            raise
+        self._fd = fd  # kept open while the library is loaded (see _dlopen)
+        self.path, self.openmp = folder.path / name, openmp
+        return lib
+
+    def _find(self, folder: _Folder, text: bytes, version: str) -> tuple[str, int, bool] | None:
+        """(name, open descriptor, openmp) of a verified library in ``folder``: the OpenMP
+        build first, then the single-threaded one (a compiler without OpenMP)."""
+        for openmp in (True, False):
+            name = library_name(text, version, compile_flags(openmp))
+            fd = _verified(folder, name)
+            if fd is not None:
+                return name, fd, openmp
+        return None
+
+    def _compiler_version(self) -> str:
+        try:
+            done = subprocess.run(
                 [self.compiler, "--version"], capture_output=True, text=True, timeout=60
             )
         except (OSError, subprocess.SubprocessError) as exc:
             raise RuntimeError(f"no C compiler {self.compiler!r} ({exc})") from None
-        key = hashlib.sha256(
-            "\0".join((SOURCE, version.stdout, " ".join(FLAGS), _cpu_flags())).encode()
-        ).hexdigest()[:20]
-        folder = cache_dir()
-        target = folder / f"rope_native_{key}.so"
-        if not target.exists():
-            fd, tmp = tempfile.mkstemp(prefix=target.stem + ".", suffix=".tmp.so", dir=folder)
-            os.close(fd)
-            src = Path(tmp).with_suffix(".c")
+        return done.stdout
+
+    def _has_openmp(self, version: str, scratch: Path) -> bool:
+        """Whether the compiler builds and links a program with ``OPENMP_FLAG`` (probed once per
+        compiler and process, in ``scratch``)."""
+        key = (self.compiler, version)
+        if key not in _openmp_support:
+            probe = scratch / "openmp_probe.c"
+            probe.write_text(OPENMP_PROBE)
             try:
-                src.write_text(SOURCE)
                 done = subprocess.run(
-                    [self.compiler, *FLAGS, "-o", tmp, str(src)],
+                    [self.compiler, "-fPIC", "-shared", OPENMP_FLAG, "-o", str(probe) + ".so"]
+                    + [str(probe)],
                     capture_output=True,
-                    text=True,
-                    timeout=300,
+                    timeout=120,
                 )
-                if done.returncode != 0:
-                    lines = (done.stderr or done.stdout or "no output").strip().splitlines()
-                    first = next((ln for ln in lines if "error" in ln), lines[0])
-                    raise RuntimeError(f"{self.compiler} failed: {first}")
-                os.replace(tmp, target)  # atomic: another process may be doing the same
-            finally:
-                for leftover in (Path(tmp), src):
-                    leftover.unlink(missing_ok=True)
-        lib = ctypes.CDLL(str(target))
-        fn = lib.rope_rotate
-        i64p = ctypes.POINTER(ctypes.c_int64)
-        fn.restype = ctypes.c_int64
-        fn.argtypes = [
-            ctypes.c_int,
-            ctypes.c_int,
-            ctypes.c_int,
-            ctypes.c_int,
-            ctypes.c_void_p,
-            ctypes.c_void_p,
-            ctypes.c_void_p,
-            ctypes.c_void_p,
-            ctypes.c_int,
-            i64p,
-            i64p,
-            i64p,
-            i64p,
-            i64p,
-            ctypes.c_int64,
-            ctypes.c_int64,
-        ]
-        return lib
+                _openmp_support[key] = done.returncode == 0
+            except (OSError, subprocess.SubprocessError):
+                _openmp_support[key] = False
+        return _openmp_support[key]
+
+    def _build(self, folder: _Folder, text: bytes, version: str) -> None:
+        """Compile the library into ``folder``, whose lock is held: in a private subfolder
+        (mode 0700, so no one else can open the files while they are written), with its record
+        beside it; then both are renamed into place, each atomically (a reader sees a whole
+        file or none; a library without its record yet, or with the old one, fails the check
+        and waits for the lock, then finds both)."""
+        for stale in folder.path.glob(".build-*"):  # left by a build that was killed
+            shutil.rmtree(stale, ignore_errors=True)
+        scratch = Path(tempfile.mkdtemp(prefix=".build-", dir=folder.path))
+        try:
+            flags = compile_flags(self._has_openmp(version, scratch))
+            name = library_name(text, version, flags)
+            src, built = scratch / name.replace(".so", ".c"), scratch / name
+            record = scratch / (name + RECORD_SUFFIX)
+            src.write_bytes(text)
+            done = subprocess.run(
+                [self.compiler, *flags, "-o", str(built), str(src)],
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
+            if done.returncode != 0:
+                raise RuntimeError(
+                    f"{self.compiler} failed: {_first_line(done.stderr or done.stdout)}"
+                )
+            with open(built, "rb") as f:
+                record.write_text(_sha256(f.fileno()) + "\n")
+            # writable by this user only, whatever the umask the compiler created them under
+            os.chmod(built, 0o755)
+            os.chmod(record, 0o644)
+            os.replace(built, folder.path / name)
+            os.replace(record, folder.path / record.name)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
 
     def rotate(
         self,

@@ -1,8 +1,8 @@
 """Keep the execution cache in step with the code the chapters import.
 
 jupyter-cache (``execute_notebooks: cache``) keys a notebook's stored outputs on the
-notebook's code cells alone. A change to ``posenc_core``, to the data the chapters read
-(``chapters/data/``), to the version of a library whose numbers the chapters print, or to the
+notebook's code cells alone. A change to ``posenc_core`` (with the data the chapters read,
+``posenc_core/book/data/``), to the version of a library whose numbers the chapters print, or to the
 ``POSENC_*`` switches of the build would otherwise publish outputs computed by the old code.
 
 This extension hashes those inputs at the start of every build and keeps the digest in the
@@ -22,7 +22,7 @@ import shutil
 import sys
 
 # Source trees whose every file feeds the chapters' outputs, relative to the book's root.
-SOURCE_TREES = ("posenc_core", "chapters/data")
+SOURCE_TREES = ("posenc_core",)  # with posenc_core/book/data, the committed data
 # Libraries whose version can change a printed number, a figure or a cross-check.
 DISTRIBUTIONS = (
     "torch",

@@ -8,8 +8,8 @@ brackets that must close, and long regular-expression tables whose columns line 
 is a dependency of IPython), so pinning it adds no package.
 
 **Licence.** BSD-2-Clause (Copyright by the Pygments team, see its AUTHORS file). The licence asks
-that redistributed source keep the notice, so the held-out excerpt committed to ``chapters/data/``
-sits beside :data:`LICENSE_FILE`, a copy of Pygments' LICENSE.
+that redistributed source keep the notice, so the held-out excerpt committed to
+``posenc_core/book/data/`` sits beside :data:`LICENSE_FILE`, a copy of Pygments' LICENSE.
 
 **Selection** (deterministic, no randomness): every ``pygments/**/*.py`` of the installed package,
 sorted by path relative to the package's parent folder (343 files, 4,577,209 bytes), minus the
@@ -47,6 +47,7 @@ import pathlib
 import torch
 
 from .. import _validation as check
+from . import DATA
 
 __all__ = [
     "PYGMENTS_VERSION",
@@ -92,7 +93,7 @@ EXCERPT_SHA256 = "629fb637a153b1d5f700afe68d5425f5394fa5eff4a912b40306b75f8c15c5
 LICENSE_SHA256 = "a9d66f1d526df02e29dce73436d34e56e8632f46c275bbdffc70569e882f9f17"
 """SHA-256 of :data:`LICENSE_FILE` (Pygments 2.21.0's LICENSE, BSD-2-Clause)."""
 
-_DATA = pathlib.Path(__file__).resolve().parents[2] / "chapters" / "data"
+_DATA = DATA
 EXCERPT_FILE = _DATA / "pygments_heldout.bin"
 """The committed held-out excerpt (raw bytes of Pygments source; see the module docstring)."""
 
@@ -223,8 +224,8 @@ def heldout_excerpt(path: str | pathlib.Path | None = None) -> torch.Tensor:
 
 
 def write_excerpt() -> tuple[pathlib.Path, pathlib.Path]:
-    """Write the held-out excerpt and Pygments' LICENSE to ``chapters/data/`` from the pinned
-    package (both checked against their SHA-256 before they are written).
+    """Write the held-out excerpt and Pygments' LICENSE to ``posenc_core/book/data/`` from the
+    pinned package (both checked against their SHA-256 before they are written).
 
     Returns:
         ``(EXCERPT_FILE, LICENSE_FILE)``.

@@ -31,7 +31,7 @@ writes ``lm_study.json`` and the safetensors checkpoints (:func:`save_checkpoint
 the JSON records; :func:`load_lm` loads one for a chapter, checksum first. The results file
 records the SHA-256 of every module the study runs (:data:`CODE_MODULES`, as
 :mod:`posenc_core.book.study` does); :func:`is_stale` says when it no longer describes the code.
-Command line: ``python -m posenc_core.book.lm_study --out chapters/data/lm_study.json``.
+Command line: ``python -m posenc_core.book.lm_study --out posenc_core/book/data/lm_study.json``.
 
 Book layer: imports the core, torch, numpy, safetensors (when saving or loading) and the
 standard library. Notation for tensor shapes: b = batch, s = sequence, P = 8L evaluation
@@ -58,8 +58,9 @@ import torch
 import torch.nn.functional as F
 
 from .. import _validation as check
-from . import corpus
+from . import DATA, corpus
 from .lm import SCHEMES, ByteLM
+from .study import module_hashes
 
 __all__ = [
     "METHODS",
@@ -83,8 +84,9 @@ __all__ = [
     "main",
 ]
 
-RESULTS_FILE = pathlib.Path(__file__).resolve().parents[2] / "chapters" / "data" / "lm_study.json"
-"""Where ``make study`` writes the results (checkpoints go beside it)."""
+RESULTS_FILE = DATA / "lm_study.json"
+"""Where ``make study`` writes the results (checkpoints go beside it), in the package's data
+folder (:data:`posenc_core.book.DATA`), so they are installed with it."""
 
 
 def _linear(c: LMStudyConfig, s: float) -> dict[str, Any]:
@@ -870,22 +872,10 @@ def finetune_curves(results: Mapping[str, Any], method: str, steps: int) -> np.n
 # ----------------------------------------------------------------------------- files
 
 
-def _module_files(name: str) -> list[pathlib.Path]:
-    root = pathlib.Path(__file__).resolve().parents[1]  # posenc_core/
-    path = root.joinpath(*name.split("."))
-    return sorted(path.glob("*.py")) if path.is_dir() else [path.with_suffix(".py")]
-
-
-def code_hashes() -> dict[str, str]:
-    """SHA-256 of the source of every module in :data:`CODE_MODULES` (a package: its files'
-    names and bytes in order), as :func:`posenc_core.book.study.code_hashes` does."""
-    hashes = {}
-    for name in CODE_MODULES:
-        digest = hashlib.sha256()
-        for path in _module_files(name):
-            digest.update(path.name.encode() + b"\0" + path.read_bytes())
-        hashes[name] = digest.hexdigest()
-    return hashes
+def code_hashes(modules: Sequence[str] = CODE_MODULES) -> dict[str, str]:
+    """:func:`posenc_core.book.study.module_hashes` of ``modules`` (default
+    :data:`CODE_MODULES`)."""
+    return module_hashes(modules)
 
 
 def _round(x: Any, digits: int = 4) -> Any:
@@ -956,7 +946,7 @@ def _save(results, models, c, out: pathlib.Path) -> dict[str, Any]:
 
 
 def load_results(path: str | pathlib.Path | None = None) -> dict[str, Any]:
-    """Read a results file (None: the committed ``chapters/data/lm_study.json``)."""
+    """Read a results file (None: the committed one, :data:`RESULTS_FILE`)."""
     return json.loads(pathlib.Path(RESULTS_FILE if path is None else path).read_text("utf-8"))
 
 

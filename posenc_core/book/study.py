@@ -44,7 +44,7 @@ trains every (setting, task, scheme, seed) and returns a JSON-ready dict; :func:
 :func:`accuracy_curves` read it; :func:`save_results` / :func:`load_results` write and read it
 with the code version (a SHA-256 of this module and the modules it builds on), the configuration,
 the seeds and the library versions. Run it from a shell with
-``python -m posenc_core.book.study --out FILE``.
+``python -m posenc_core.book.study --out FILE`` (``make study`` writes :data:`RESULTS_FILE`).
 
 Book layer: imports the core, torch, numpy and the standard library. Notation for tensor shapes:
 b = batch, s or n = sequence, d = d_model, V = vocabulary (input tokens), C = V + 1 output classes
@@ -76,6 +76,7 @@ from ..attention import MultiHeadSelfAttention
 from ..learned import LearnedPositionalEmbedding
 from ..rope import RotaryEmbedding
 from ..sinusoidal import SinusoidalPositionalEncoding
+from . import DATA
 
 SCHEMES = ("none", "sinusoidal", "learned", "rope", "alibi")
 """Positional schemes a :class:`TinyTransformer` accepts (and the study compares)."""
@@ -90,6 +91,10 @@ TASKS = ("first", "lookback", "reverse", "swap")
 CAUSAL_TASKS = ("first", "lookback")
 """The tasks well posed in a causal decoder, whose target at position i is a token at or before i.
 (``reverse`` and ``swap`` ask for a later token, which a causal model never sees.)"""
+
+RESULTS_FILE = DATA / "learned_vs_fixed.json"
+"""The committed results that chapter 5 reads (``make study`` writes them), in the package's data
+folder (:data:`posenc_core.book.DATA`), so they are installed with it."""
 
 CODE_MODULES = (
     "book.study",
@@ -1084,24 +1089,31 @@ def geometry_summary(
 
 
 def _module_files(name: str) -> list[pathlib.Path]:
-    """Source files of ``posenc_core.<name>``: the module, or every module of a package."""
+    """Source files of ``posenc_core.<name>``: the module, or every source file of a package
+    (its Python modules and its C source, such as ``rope/native.c``)."""
     root = pathlib.Path(__file__).resolve().parents[1]  # posenc_core/
     path = root.joinpath(*name.split("."))
     if path.is_dir():
-        return sorted(path.glob("*.py"))
+        return sorted(p for p in path.iterdir() if p.suffix in (".py", ".c"))
     return [path.with_suffix(".py")]
 
 
-def code_hashes() -> dict[str, str]:
-    """SHA-256 of the source of every module in :data:`CODE_MODULES` (for a package, of its
-    files' names and bytes in order)."""
+def module_hashes(modules: Sequence[str]) -> dict[str, str]:
+    """SHA-256 of the source of every module in ``modules`` (names relative to
+    ``posenc_core``; for a package, of its files' names and bytes in order). The studies record
+    them, and a results file is stale when one differs."""
     hashes = {}
-    for name in CODE_MODULES:
+    for name in modules:
         digest = hashlib.sha256()
         for path in _module_files(name):
             digest.update(path.name.encode() + b"\0" + path.read_bytes())
         hashes[name] = digest.hexdigest()
     return hashes
+
+
+def code_hashes() -> dict[str, str]:
+    """:func:`module_hashes` of :data:`CODE_MODULES`."""
+    return module_hashes(CODE_MODULES)
 
 
 def code_version() -> str:
@@ -1170,10 +1182,10 @@ def save_results(
     return path
 
 
-def load_results(path: str | pathlib.Path) -> dict[str, Any]:
+def load_results(path: str | pathlib.Path | None = None) -> dict[str, Any]:
     """Read a file written by :func:`save_results` (curves come back as ``[step, mean loss]``
-    blocks)."""
-    return json.loads(pathlib.Path(path).read_text(encoding="utf-8"))
+    blocks); None reads the committed one, :data:`RESULTS_FILE`."""
+    return json.loads(pathlib.Path(RESULTS_FILE if path is None else path).read_text("utf-8"))
 
 
 def is_stale(results: Mapping[str, Any]) -> list[str]:

@@ -1,7 +1,7 @@
 """The execution cache follows the code the chapters import (_ext/exec_cache.py).
 
 jupyter-cache keys stored outputs on a notebook's code cells only; the extension clears the
-cache and re-reads every notebook when posenc_core, chapters/data, a library version or a
+cache and re-reads every notebook when posenc_core (with its data), a library version or a
 POSENC_* switch changes. These tests drive its two steps on a scratch folder.
 """
 
@@ -26,8 +26,8 @@ def book(tmp_path):
     """A minimal book folder: a package module and a data file."""
     (tmp_path / "posenc_core").mkdir()
     (tmp_path / "posenc_core" / "rope.py").write_text("BASE = 10000.0\n")
-    (tmp_path / "chapters" / "data").mkdir(parents=True)
-    (tmp_path / "chapters" / "data" / "study.json").write_text('{"loss": 1.0}\n')
+    (tmp_path / "posenc_core" / "book" / "data").mkdir(parents=True)
+    (tmp_path / "posenc_core" / "book" / "data" / "study.json").write_text('{"loss": 1.0}\n')
     return tmp_path
 
 
@@ -41,7 +41,7 @@ def test_the_digest_changes_with_the_package_the_data_and_the_switches(book):
     (book / "posenc_core" / "rope.py").write_text("BASE = 500000.0\n")
     after_code = digest(book)
     assert after_code != before
-    (book / "chapters" / "data" / "study.json").write_text('{"loss": 2.0}\n')
+    (book / "posenc_core" / "book" / "data" / "study.json").write_text('{"loss": 2.0}\n')
     after_data = digest(book)
     assert after_data != after_code
     (book / "posenc_core" / "new.py").write_text("")

@@ -3,7 +3,6 @@
 import dataclasses
 import itertools
 import json
-import pathlib
 
 import numpy as np
 import pytest
@@ -11,8 +10,7 @@ import torch
 
 from posenc_core.book import study as ex
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-RESULTS = ROOT / "chapters" / "data" / "learned_vs_fixed.json"
+RESULTS = ex.RESULTS_FILE
 TINY = {
     "steps": 40,
     "seeds": [0],

@@ -5,61 +5,17 @@ import json
 import os
 import pathlib
 import re
-import time
 
-import nbformat
 import pytest
-from nbclient import NotebookClient
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 HTML = ROOT / "_build" / "html"
-EXECUTED = ROOT / "_build" / "jupyter_execute" / "chapters"
 CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
 
 if not (HTML / "index.html").exists():
     if os.environ.get("BOOK_BUILT"):
         raise RuntimeError("BOOK_BUILT is set but _build/html/index.html is missing")
     pytest.skip("the book has not been built (run `make book`)", allow_module_level=True)
-
-
-def glued_text(outputs_by_name: dict) -> dict:
-    return {
-        k: v["data"].get("text/plain")
-        for k, v in outputs_by_name.items()
-        if "image/png" not in v["data"]
-    }
-
-
-def glue_of(nb) -> dict:
-    """Glued outputs of an executed notebook, with MyST-NB's mime prefix removed."""
-    found = {}
-    for cell in nb.cells:
-        for out in cell.get("outputs", []):
-            meta = out.get("metadata", {}).get("scrapbook")
-            if meta:
-                prefix = meta.get("mime_prefix", "")
-                data = {
-                    k[len(prefix) :] if k.startswith(prefix) else k: v
-                    for k, v in out["data"].items()
-                }
-                found[meta["name"]] = {"data": data}
-    return found
-
-
-@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
-def test_a_second_execution_glues_identical_values(path, tmp_path):
-    """Determinism: executing a chapter again gives the same glued values as the build."""
-    built = json.loads((EXECUTED / f"{path.stem}.glue.json").read_text())
-    nb = nbformat.read(path, as_version=4)
-    start = time.perf_counter()
-    NotebookClient(
-        nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
-    ).execute()
-    seconds = time.perf_counter() - start
-    print(f"{path.name}: executed in {seconds:.1f} s")
-    again = glue_of(nb)
-    assert set(again) == set(built)
-    assert glued_text({k: dict(v) for k, v in again.items()}) == glued_text(built)
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)

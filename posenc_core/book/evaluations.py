@@ -1,0 +1,302 @@
+"""Measurements of the trained language models that chapters 8 and 9 report and a reader need
+not watch: chapter 8's eighteen bugs, each against its correct counterpart, and chapter 9's
+p-RoPE ablations (frequency pairs left unrotated at inference).
+
+Each is a held-out loss per position, averaged over many windows of the committed excerpt,
+for every seed: 18 bugs x 7 models x 128 windows is about 45 s on two cores, and on a machine
+whose cores are busy several minutes, too long for a chapter cell. :func:`run_evaluations`
+computes them once from the committed checkpoints (``make study``, after the language-model
+study) and writes :data:`RESULTS_FILE`; the chapters load it with :func:`load_bug_curves` and
+:func:`load_ablation_curves`, and compute live only the single cases they explain.
+
+The file records what it was computed from: the SHA-256 of every module the measurements run
+(:data:`CODE_MODULES`), the SHA-256 of each checkpoint and of the excerpt, the settings and
+the library versions. :func:`is_stale` says when it no longer describes them, and
+``tests/book/test_evaluations.py`` fails then; it also recomputes a sample of the committed
+curves and compares them within a tolerance (the numbers, not one machine's rounding).
+
+Command line: ``python -m posenc_core.book.evaluations`` (writes :data:`RESULTS_FILE`).
+
+Book layer: imports the core, torch, numpy, safetensors (through the checkpoint loader) and the
+standard library. Notation for tensor shapes: S = seeds, P = positions of a window.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import hashlib
+import json
+import pathlib
+import platform
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from . import DATA, corpus, lm_study
+from . import debugging as dbg
+from . import frequency_use as fu
+
+__all__ = [
+    "CODE_MODULES",
+    "BUG_WINDOWS",
+    "CACHE_WINDOWS",
+    "ABLATIONS",
+    "trained_models",
+    "bug_curves",
+    "ablation_curves",
+    "run_evaluations",
+    "load_results",
+    "load_bug_curves",
+    "load_ablation_curves",
+    "is_stale",
+    "main",
+]
+
+RESULTS_FILE = DATA / "evaluations.json"
+"""Where ``make study`` writes the measurements (in :data:`posenc_core.book.DATA`)."""
+
+CODE_MODULES = (
+    "book.evaluations",
+    "book.debugging",
+    "book.frequency_use",
+    *lm_study.CODE_MODULES,
+    "positions",
+)
+"""Modules whose code determines the measurements (names relative to ``posenc_core``)."""
+
+TRAIN_LEN = 64
+"""L, the training length of the committed models (``LMStudyConfig().train_len``)."""
+
+BUG_WINDOWS = 128
+"""Windows of the excerpt per bug measurement (chapter 8)."""
+
+CACHE_WINDOWS = 32
+"""Windows for the KV-cache bugs, which decode one token at a time."""
+
+ABLATIONS: dict[str, tuple[int, ...]] = {
+    "fastest pair": (0,),
+    "two fastest": (0, 1),
+    "four slowest (p-RoPE, p = 1/2)": (4, 5, 6, 7),
+    "five slowest": (3, 4, 5, 6, 7),
+}
+"""The ablations of chapter 9, each a name and the frequency pairs it leaves unrotated (0 is
+the fastest)."""
+
+_DIGITS = 6  # losses (nats, about 1 to 6) are stored to 1e-6, far below the 3 decimals shown
+
+
+def trained_models() -> dict[str, list]:
+    """The committed models the bugs run on, by :attr:`~posenc_core.book.debugging.Bug.model`:
+    ``"rope"`` (seeds 0, 1, 2), ``"rope-r8"`` (partial rotary, seeds 0, 1, 2) and
+    ``"learned"`` (seed 0)."""
+    return {
+        "rope": [lm_study.load_lm("rope", s) for s in (0, 1, 2)],
+        "rope-r8": [lm_study.load_lm("rope", s, rotary_dim=8) for s in (0, 1, 2)],
+        "learned": [lm_study.load_lm("learned", 0)],
+    }
+
+
+def bug_curves(
+    models: Mapping[str, Sequence] | None = None, bugs: Sequence[str] | None = None
+) -> dict[str, dict[str, np.ndarray]]:
+    """Chapter 8's measurement: :func:`~posenc_core.book.debugging.bug_curves` of ``bugs``
+    (default: every one) on the held-out excerpt, :data:`BUG_WINDOWS` windows
+    (:data:`CACHE_WINDOWS` for the decoding bugs).
+
+    Args:
+        models: as :func:`trained_models` returns (None: load them).
+        bugs: keys of :data:`~posenc_core.book.debugging.BUGS` (None: all, in order).
+
+    Returns:
+        key -> ``{"broken": (S, P), "correct": (S, P)}`` float64 arrays, nats.
+    """
+    models = trained_models() if models is None else models
+    return dbg.bug_curves(
+        list(dbg.BUGS) if bugs is None else list(bugs),
+        models,
+        corpus.heldout_excerpt(),
+        train_len=TRAIN_LEN,
+        max_windows=BUG_WINDOWS,
+        cache_windows=CACHE_WINDOWS,
+    )
+
+
+def ablation_curves(
+    rope: Sequence | None = None, ablations: Mapping[str, Sequence[int]] | None = None
+) -> dict[str, np.ndarray]:
+    """Chapter 9's ablation: the loss per position of the RoPE models on every whole
+    ``8L`` window of the excerpt, with the pairs of each ablation left unrotated
+    (:func:`~posenc_core.book.frequency_use.without_pairs`), and as trained (``"none"``).
+
+    Args:
+        rope: the RoPE models, one per seed (None: the committed seeds 0, 1, 2).
+        ablations: name -> pairs (None: :data:`ABLATIONS`).
+
+    Returns:
+        ``"none"`` and each ablation's name -> ``(S, 8L)`` float64 array, nats.
+    """
+    rope = [lm_study.load_lm("rope", s) for s in (0, 1, 2)] if rope is None else rope
+    ablations = ABLATIONS if ablations is None else ablations
+    text, length = corpus.heldout_excerpt(), 8 * TRAIN_LEN
+
+    def curves(pairs: Sequence[int]) -> np.ndarray:
+        out = []
+        for m in rope:
+            run = functools.partial(dbg.forward, m, rotate=fu.without_pairs(m, pairs, length))
+            out.append(dbg.position_loss(run, text, length))  # every whole window
+        return np.stack(out)
+
+    return {"none": curves(()), **{name: curves(p) for name, p in ablations.items()}}
+
+
+def _inputs() -> dict[str, Any]:
+    """What the measurements read besides code: the checkpoints and the excerpt, by SHA-256."""
+    study = lm_study.load_results()
+    return {
+        "checkpoints": {k: v["sha256"] for k, v in sorted(study["checkpoints"].items())},
+        "excerpt_sha256": hashlib.sha256(corpus.EXCERPT_FILE.read_bytes()).hexdigest(),
+    }
+
+
+def _settings() -> dict[str, Any]:
+    return {
+        "train_len": TRAIN_LEN,
+        "bug_windows": BUG_WINDOWS,
+        "cache_windows": CACHE_WINDOWS,
+        "bugs": list(dbg.BUGS),
+        "ablations": {k: list(v) for k, v in ABLATIONS.items()},
+    }
+
+
+def _rows(a: np.ndarray) -> list[list[float]]:
+    return [[round(float(x), _DIGITS) for x in row] for row in a]
+
+
+def run_evaluations(
+    out: str | pathlib.Path | None = None, *, threads: int | None = 2
+) -> dict[str, Any]:
+    """Compute both measurements and write them (with their provenance) to ``out``.
+
+    Args:
+        out: the JSON file to write (None: the committed :data:`RESULTS_FILE`).
+        threads: torch intra-op threads for the run (None: leave torch's setting), restored
+            after.
+
+    Returns:
+        the results as written (curves as lists of rows, one per seed).
+    """
+    old = torch.get_num_threads()
+    if threads is not None:
+        torch.set_num_threads(threads)
+    try:
+        start = time.perf_counter()
+        bugs = bug_curves()
+        bug_seconds = time.perf_counter() - start
+        ablated = ablation_curves()
+        seconds = time.perf_counter() - start
+    finally:
+        torch.set_num_threads(old)
+    results = {
+        "code_hashes": lm_study.code_hashes(CODE_MODULES),
+        "inputs": _inputs(),
+        "settings": _settings(),
+        "versions": {
+            "torch": torch.__version__,
+            "numpy": np.__version__,
+            "python": platform.python_version(),
+        },
+        "threads": threads if threads is not None else old,
+        "seconds": {"bugs": round(bug_seconds, 1), "all": round(seconds, 1)},
+        "bugs": {
+            k: {part: _rows(c[part]) for part in ("broken", "correct")} for k, c in bugs.items()
+        },
+        "ablations": {k: _rows(c) for k, c in ablated.items()},
+    }
+    out = pathlib.Path(RESULTS_FILE if out is None else out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, separators=(",", ":")) + "\n", encoding="utf-8")
+    return results
+
+
+def load_results(path: str | pathlib.Path | None = None) -> dict[str, Any]:
+    """Read a file written by :func:`run_evaluations` (None: the committed
+    :data:`RESULTS_FILE`)."""
+    return json.loads(pathlib.Path(RESULTS_FILE if path is None else path).read_text("utf-8"))
+
+
+def load_bug_curves(
+    results: Mapping[str, Any] | str | pathlib.Path | None = None,
+) -> dict[str, dict[str, np.ndarray]]:
+    """Chapter 8's curves as :func:`bug_curves` returns them, from the committed file.
+
+    Args:
+        results: loaded results, a path, or None (the committed :data:`RESULTS_FILE`).
+
+    Returns:
+        key -> ``{"broken": (S, P), "correct": (S, P)}`` float64 arrays, in the order of
+        :data:`~posenc_core.book.debugging.BUGS`.
+    """
+    res = results if isinstance(results, Mapping) else load_results(results)
+    return {
+        k: {part: np.asarray(c[part], dtype=np.float64) for part in ("broken", "correct")}
+        for k, c in res["bugs"].items()
+    }
+
+
+def load_ablation_curves(
+    results: Mapping[str, Any] | str | pathlib.Path | None = None,
+) -> dict[str, np.ndarray]:
+    """Chapter 9's curves as :func:`ablation_curves` returns them, from the committed file.
+
+    Args:
+        results: loaded results, a path, or None (the committed :data:`RESULTS_FILE`).
+
+    Returns:
+        ``"none"`` and each ablation's name -> ``(S, 8L)`` float64 array.
+    """
+    res = results if isinstance(results, Mapping) else load_results(results)
+    return {k: np.asarray(c, dtype=np.float64) for k, c in res["ablations"].items()}
+
+
+def is_stale(results: Mapping[str, Any]) -> list[str]:
+    """Why a results file no longer describes the code, the checkpoints, the excerpt or the
+    settings (empty list: it does)."""
+    problems = []
+    recorded = results.get("code_hashes", {})
+    changed = [m for m, h in lm_study.code_hashes(CODE_MODULES).items() if recorded.get(m) != h]
+    if changed:
+        problems.append(f"code changed since the measurements ran (modules: {', '.join(changed)})")
+    now = _inputs()
+    if results.get("inputs", {}).get("checkpoints") != now["checkpoints"]:
+        problems.append("the committed checkpoints changed (make study retrained them)")
+    if results.get("inputs", {}).get("excerpt_sha256") != now["excerpt_sha256"]:
+        problems.append("the held-out excerpt changed")
+    if results.get("settings") != _settings():
+        problems.append("the settings (windows, bugs, ablations) differ from the recorded ones")
+    return problems
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command line: compute the measurements and write them."""
+    p = argparse.ArgumentParser(
+        prog="python -m posenc_core.book.evaluations", description=__doc__.splitlines()[0]
+    )
+    p.add_argument("--out", default=None, help="results JSON to write (default: the committed one)")
+    p.add_argument("--threads", type=int, default=2)
+    a = p.parse_args(argv)
+    res = run_evaluations(a.out, threads=a.threads)
+    n_bugs, n_ablations = len(res["bugs"]), len(res["ablations"])
+    print(
+        f"Wrote {a.out or RESULTS_FILE}: {n_bugs} bugs, {n_ablations} ablation curves in "
+        f"{res['seconds']['all']:.1f} s"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

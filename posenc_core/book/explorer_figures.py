@@ -20,7 +20,11 @@ import torch
 from matplotlib.figure import Figure
 
 from .. import _validation as check
-from .viz import DIVERGING, OKABE_ITO, _figure, _np
+from .viz import DIVERGING, OKABE_ITO, TEXT_SIZE_KEY, _figure, _np
+
+EXPLORER_MIN_PT = 9.0
+"""Smallest text of the explorers' figures. Their frames are shown at 72 px per inch, one
+CSS px per point (the pages' 3 MB budget of stored frames leaves no room for 2x frames)."""
 
 
 def figure_png(fig: Figure, *, dpi: float = 72.0, colors: int | None = None) -> bytes:
@@ -75,16 +79,34 @@ def figure_png(fig: Figure, *, dpi: float = 72.0, colors: int | None = None) -> 
         for artist in sorted(animated, key=lambda a: a.get_zorder()):
             if artist.get_visible():
                 artist.draw(renderer)
+    from PIL.PngImagePlugin import PngInfo
+
     image = Image.fromarray(np.asarray(canvas.buffer_rgba())[..., :3])
+    # the smallest text, in points (as viz.figure_for_display records it), so that a test of
+    # the built page can check what a reader sees; the figure was just drawn, so its tick
+    # labels exist
+    info = PngInfo()
+    info.add_text(TEXT_SIZE_KEY, f"{_drawn_text_pt(fig):g}")
     buf = io.BytesIO()
     if colors is None:
-        image.save(buf, format="png", compress_level=1)
+        image.save(buf, format="png", compress_level=1, pnginfo=info)
     else:
         image = image.quantize(
             colors=colors, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE
         )
-        image.save(buf, format="png", optimize=True)
+        image.save(buf, format="png", optimize=True, pnginfo=info)
     return buf.getvalue()
+
+
+def _drawn_text_pt(fig: Figure) -> float:
+    from matplotlib.text import Text
+
+    sizes = [
+        t.get_fontsize()
+        for t in fig.findobj(Text)
+        if t.get_visible() and t.get_text().strip() and (t.axes is None or t.axes.get_visible())
+    ]
+    return min(sizes, default=float("inf"))
 
 
 def _explorer_artists(fig: Figure | None, kind: str) -> dict | None:
@@ -156,7 +178,7 @@ def fingerprint_figure(
             transform=prof.transAxes,
             ha="right",
             va="top",
-            fontsize=8,
+            fontsize=EXPLORER_MIN_PT,
             bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none", "alpha": 0.85},
         )
         ax.set_ylabel("position")
@@ -250,7 +272,7 @@ def base_figure(
             (0.02, n),
             xycoords=("axes fraction", "data"),
             va="bottom",
-            fontsize=8,
+            fontsize=EXPLORER_MIN_PT,
             color="0.25",
         )
         wave.set(
@@ -264,7 +286,9 @@ def base_figure(
         simax.set(xlabel="offset k", ylabel="similarity s(k)")
         for a in (wave, simax):
             a.grid(alpha=0.3)
-        wave.legend(fontsize=8, frameon=False, loc="upper left", bbox_to_anchor=(0, 0.93))
+        wave.legend(
+            fontsize=EXPLORER_MIN_PT, frameon=False, loc="upper left", bbox_to_anchor=(0, 0.93)
+        )
         animated = [im, wave_line, ref_wave, sim_line, ref_sim, heat.title, *heat.spines.values()]
         art = {
             "kind": "base_figure",
@@ -381,7 +405,7 @@ def circle_shift_figure(
         legend = ax.legend(
             [mk["q"] for mk in marks],
             [f"p = {p} → {p}" for p in starts],
-            fontsize=8,
+            fontsize=EXPLORER_MIN_PT,
             loc="lower left",
             frameon=True,
             framealpha=0.9,
@@ -486,7 +510,7 @@ def rope_decay_figure(
         ax.axhline(0, color="0.35", lw=0.8)
         ax.set(xscale="log", xlabel="relative distance n - m", ylabel="score / head_dim")
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=8, frameon=False, loc="upper right")
+        ax.legend(fontsize=EXPLORER_MIN_PT, frameon=False, loc="upper right")
         art = {
             "kind": "rope_decay_figure",
             "ax": ax,
@@ -563,7 +587,7 @@ def rope_scaling_figure(
             (0.01, 1.0),
             xycoords=("axes fraction", "data"),
             va="bottom",
-            fontsize=8,
+            fontsize=EXPLORER_MIN_PT,
             color=OKABE_ITO[2],
         )
         inv = ax.axhline(1.0, color=OKABE_ITO[4], ls="--", lw=1)
@@ -573,7 +597,7 @@ def rope_scaling_figure(
             "",
             transform=ax.get_yaxis_transform(),
             va="top",
-            fontsize=8,
+            fontsize=EXPLORER_MIN_PT,
             color=OKABE_ITO[4],
         )
         (line,) = ax.plot([], [], "o-", color=OKABE_ITO[0], ms=3, lw=1.2)
@@ -587,7 +611,7 @@ def rope_scaling_figure(
                 rotation=90,
                 va="bottom",
                 ha="right",
-                fontsize=8,
+                fontsize=EXPLORER_MIN_PT,
                 color="0.3",
             )
             for _ in range(3)
@@ -700,7 +724,7 @@ def position_band_figure(
             ylim = (a - 0.05 * (b - a), b + 0.05 * (b - a))
         ax.set(xlim=(0, n_pos), ylim=ylim, xlabel=f"position (L = {train_len})", ylabel=ylabel)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=8, frameon=False, loc="upper left")
+        ax.legend(fontsize=EXPLORER_MIN_PT, frameon=False, loc="upper left")
         art = {
             "kind": "position_band_figure",
             "ax": ax,

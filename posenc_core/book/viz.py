@@ -26,6 +26,78 @@ OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "
 
 DIVERGING = "RdBu_r"
 SEQUENTIAL = "viridis"
+TRAINING_TINT = "#DCEBF7"
+"""Background of the positions seen in training (a pale blue; grey is kept for reference bands)."""
+
+# How figures are sized and shown. The book's text column is 672 CSS px wide at 1280 px (and
+# a phone's is about 360 px); a figure is drawn at DISPLAY_DPI CSS px per inch, so one at most
+# COLUMN_WIDTH inches wide (tight bounding box) is shown at its drawn size, never shrunk, and
+# its smallest text (MIN_TEXT_PT) is 7 pt x 100/72 = 9.7 CSS px. It is stored at PIXEL_RATIO
+# times that resolution, sharp on high-density screens.
+COLUMN_WIDTH = 6.6
+DISPLAY_DPI = 100
+PIXEL_RATIO = 2
+MIN_TEXT_PT = 7.0
+TEXT_SIZE_KEY = "posenc:smallest-text-pt"
+"""Key of the PNG text chunk that holds a shown figure's smallest text size, in points."""
+
+
+def smallest_text_pt(fig: Figure) -> float:
+    """The size in points of the smallest visible, non-empty text of ``fig`` (titles, labels,
+    tick labels, legends, annotations); ``inf`` when it has none."""
+    from matplotlib.text import Text
+
+    if not isinstance(fig, Figure):
+        raise TypeError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
+    fig.canvas.draw()  # tick labels exist only once drawn
+    sizes = [
+        t.get_fontsize()
+        for t in fig.findobj(Text)
+        if t.get_visible() and t.get_text().strip() and (t.axes is None or t.axes.get_visible())
+    ]
+    return min(sizes, default=float("inf"))
+
+
+def figure_for_display(fig: Figure) -> tuple[bytes, dict]:
+    """``fig`` as the notebooks show it: a PNG at ``DISPLAY_DPI * PIXEL_RATIO`` (tight bounding
+    box) with its smallest text size in the text chunk :data:`TEXT_SIZE_KEY`, and the size to
+    show it at (``{"width": w, "height": h}`` in CSS px, the PNG's size over PIXEL_RATIO).
+
+    Registered as IPython's ``image/png`` formatter for figures by every figure function of
+    this module, so that Jupyter, Colab and the book (MyST-NB reads the width and height)
+    show figures at their drawn size and twice the resolution.
+    """
+    import io
+    import struct
+
+    smallest = smallest_text_pt(fig)
+    buf = io.BytesIO()
+    fig.savefig(
+        buf,
+        format="png",
+        dpi=DISPLAY_DPI * PIXEL_RATIO,
+        bbox_inches="tight",
+        facecolor="white",
+        metadata={TEXT_SIZE_KEY: f"{smallest:g}"},
+    )
+    png = buf.getvalue()
+    width, height = struct.unpack(">II", png[16:24])  # IHDR, right after the 8-byte signature
+    return png, {"width": width // PIXEL_RATIO, "height": height // PIXEL_RATIO}
+
+
+def _show_figures_sharp() -> None:
+    """In an IPython session, show this module's figures with :func:`figure_for_display`.
+    Called after a figure is made: matplotlib's inline backend registers its own formatter
+    when pyplot first makes a figure, and the last registration wins."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    formatters = getattr(getattr(shell, "display_formatter", None), "formatters", None)
+    if not formatters or "image/png" not in formatters:
+        return
+    formatters["image/png"].for_type(Figure, figure_for_display)
 
 
 def _np(t: torch.Tensor | np.ndarray) -> np.ndarray:
@@ -36,10 +108,49 @@ def _np(t: torch.Tensor | np.ndarray) -> np.ndarray:
     )
 
 
-def _figure(width: float = 7.0, height: float = 3.6, ncols: int = 1, nrows: int = 1, **kw):
+def _figure(width: float = COLUMN_WIDTH, height: float = 3.6, ncols: int = 1, nrows: int = 1, **kw):
+    # wider than the column would only be shrunk on the page, text with it
+    width = min(width, COLUMN_WIDTH)
     fig, axes = plt.subplots(nrows, ncols, figsize=(width, height), layout="constrained", **kw)
     plt.close(fig)  # keep pyplot from showing it a second time; callers display or glue it
+    _show_figures_sharp()
     return fig, axes
+
+
+def _panels(n: int, row_height: float, *, max_cols: int = 2, extra: float = 0.0, **kw):
+    """``n`` panels for the column: at most ``max_cols`` a row (each panel stays large enough
+    to read), rows of ``row_height`` inches plus ``extra`` (a legend below, say). Returns the
+    figure and the ``n`` axes in reading order; the grid's unused cells are hidden."""
+    cols = max(1, min(n, max_cols))
+    rows = -(-n // cols)
+    fig, grid = _figure(COLUMN_WIDTH, row_height * rows + extra, nrows=rows, ncols=cols,
+                        squeeze=False, **kw)  # fmt: skip
+    flat = list(grid.ravel())
+    for ax in flat[n:]:
+        ax.set_visible(False)
+    return fig, flat[:n]
+
+
+def _first_column(axes: Sequence, cols: int) -> list:
+    """The axes that start a row of a grid filled row by row, ``cols`` a row."""
+    return list(axes[::cols])
+
+
+def _legend_below(fig: Figure, handles=None, labels=None, *, ax=None, ncol: int | None = None):
+    """A legend under the plot area, outside every axes, so that it never covers data."""
+    if handles is None:
+        handles, labels, seen = [], [], set()
+        for source in [ax] if ax is not None else fig.axes:
+            for h, label in zip(*source.get_legend_handles_labels()):
+                if label not in seen:
+                    seen.add(label)
+                    handles.append(h)
+                    labels.append(label)
+    if not handles:
+        return None
+    ncol = ncol or min(len(handles), 3)
+    return fig.legend(handles, labels, loc="outside lower center", ncol=ncol, fontsize=8,
+                      frameon=False)  # fmt: skip
 
 
 def heatmap_figure(
@@ -50,7 +161,7 @@ def heatmap_figure(
     xlabel: str = "dimension",
     ylabel: str = "position",
     signed: bool = True,
-    width: float = 7.0,
+    width: float = COLUMN_WIDTH,
     height: float = 3.8,
 ) -> Figure:
     """An (n, d) table as an image, rows = positions, with an optional highlighted row.
@@ -111,8 +222,8 @@ def matrices_figure(
 ) -> Figure:
     """Several square matrices side by side with a shared colour scale (e.g. similarities)."""
     n = len(matrices)
-    fig, axes = _figure(width or 3.3 * n + 0.6, height, ncols=n)
-    axes = np.atleast_1d(axes)
+    cols = 3 if n == 3 else 2
+    fig, axes = _panels(n, height * 0.8 if n > 2 else height, max_cols=cols)
     datas = [_np(m) for m in matrices.values()]
     if signed:
         lim = vlim if vlim is not None else max(float(np.abs(d).max()) for d in datas)
@@ -127,7 +238,8 @@ def matrices_figure(
     for ax, (name, data) in zip(axes, zip(matrices, datas)):
         im = ax.imshow(data, interpolation="nearest", aspect="auto", **kw)
         ax.set(title=name, xlabel=xlabel)
-    axes[0].set_ylabel(ylabel)
+    for ax in _first_column(axes, cols):
+        ax.set_ylabel(ylabel)
     fig.colorbar(im, ax=list(axes), fraction=0.03, pad=0.01)
     return fig
 
@@ -165,8 +277,7 @@ def rows_figure(
 ) -> Figure:
     """Several small (tokens x dims) matrices side by side, rows labelled by token."""
     n = len(rows)
-    fig, axes = _figure(width or 3.4 * n + 0.6, height, ncols=n)
-    axes = np.atleast_1d(axes)
+    fig, axes = _panels(n, height, max_cols=2)
     datas = [_np(r)[:, :dims] for r in rows.values()]
     lim = max(float(np.abs(d).max()) for d in datas)
     im = None
@@ -209,8 +320,8 @@ def unit_circle_figure(
         labels: positions to label with their number.
     """
     n = len(omegas)
-    fig, axes = _figure(width or 3.1 * n + 0.8, height, ncols=n)
-    axes = np.atleast_1d(axes)
+    cols = min(n, 3)
+    fig, axes = _panels(n, min(height, 2.9), max_cols=cols)
     p = np.arange(n_positions)
     t = np.linspace(0, 2 * np.pi, 361)
     sc = None
@@ -262,11 +373,12 @@ def unit_circle_figure(
             xlim=(-1.4, 1.4),
             ylim=(-1.4, 1.4),
             xlabel="cos(ωp)  (dim 2i+1)",
-            title=f"ω = {w:.3g} rad/position",
         )
+        ax.set_title(f"ω = {w:.3g} rad/position", fontsize=9)
         ax.grid(alpha=0.3)
-    axes[0].set_ylabel("sin(ωp)  (dim 2i)")
-    fig.colorbar(sc, ax=list(axes), fraction=0.03, pad=0.01, label="position p")
+    for ax in _first_column(axes, cols):
+        ax.set_ylabel("sin(ωp)  (dim 2i)")
+    fig.colorbar(sc, ax=list(axes), location="bottom", fraction=0.04, aspect=50, label="position p")
     return fig
 
 
@@ -282,7 +394,7 @@ def paired_curves_figure(
     title: str = "",
     logx: bool = False,
     logy: bool = False,
-    width: float = 7.0,
+    width: float = COLUMN_WIDTH,
     height: float = 3.6,
 ) -> Figure:
     """Two families of curves over a shared x that share colours: the k-th solid and the k-th
@@ -306,7 +418,7 @@ def paired_curves_figure(
         ax.set_yscale("log")
     ax.set(xlabel=xlabel, ylabel=ylabel, title=title)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, frameon=False, ncol=2)
+    _legend_below(fig, ncol=2)
     return fig
 
 
@@ -320,7 +432,7 @@ def offset_profiles_figure(
     xlabel: str = "offset",
     strength_label: str = "range (max − min)",
     title: str = "",
-    width: float = 7.4,
+    width: float = COLUMN_WIDTH,
     height: float | None = None,
 ) -> Figure:
     """Several curves over a shared offset axis, one row each: their shape and their size.
@@ -382,7 +494,9 @@ def offset_profiles_figure(
 # --------------------------------------------------------------------------- chapter 6 (RoPE)
 
 
-def pair_layout_figure(head_dim: int = 8, *, width: float = 7.0, height: float = 2.3) -> Figure:
+def pair_layout_figure(
+    head_dim: int = 8, *, width: float = COLUMN_WIDTH, height: float = 2.3
+) -> Figure:
     """Which dimensions of a head RoPE rotates together, in the two layouts in use.
 
     Top row: the interleaved layout (RoFormer, Meta's Llama code), pair i = dims (2i, 2i+1).
@@ -457,7 +571,7 @@ def mean_band_figure(
     ylabel: str = "",
     title: str = "",
     logx: bool = False,
-    width: float = 7.0,
+    width: float = COLUMN_WIDTH,
     height: float = 3.6,
 ) -> Figure:
     """Averages over random draws as lines, each with a shaded band of plus or minus its spread.
@@ -489,7 +603,7 @@ def mean_band_figure(
         ax.set_xscale("log")
     ax.set(xlabel=xlabel, ylabel=ylabel, title=title)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, frameon=False)
+    _legend_below(fig)
     return fig
 
 
@@ -532,8 +646,8 @@ def masked_matrices_figure(
         lo, hi = lo - 1.0, hi + 1.0
     cmap = plt.get_cmap(SEQUENTIAL).with_extremes(bad="0.86")
     n = len(datas)
-    fig, axes = _figure(width or 3.3 * n + 0.9, height, ncols=n)
-    axes = np.atleast_1d(axes)
+    cols = 3 if n == 3 else 2
+    fig, axes = _panels(n, height * 0.85 if n > 2 else height, max_cols=cols)
     im = None
     for ax, name, data in zip(axes, matrices, datas):
         shown = np.ma.masked_invalid(np.where(np.isneginf(data), np.nan, data))
@@ -549,7 +663,7 @@ def masked_matrices_figure(
                         f"{value + 0.0:.2g}",
                         ha="center",
                         va="center",
-                        fontsize=6.5,
+                        fontsize=MIN_TEXT_PT,
                         color="white" if dark else "black",
                     )
     axes[0].set_ylabel(ylabel)
@@ -582,9 +696,9 @@ def marked_curves_figure(
     markers: bool = False,
     xlim: tuple[float, float] | None = None,
     ylim: tuple[float, float] | None = None,
-    legend_loc: str = "best",
+    legend_loc: str = "below",
     vline_label_at: float = 0.02,
-    width: float = 7.0,
+    width: float = COLUMN_WIDTH,
     height: float = 3.8,
 ) -> Figure:
     """Named curves with named reference lines and an optional shaded range of x.
@@ -600,7 +714,8 @@ def marked_curves_figure(
         shade: ``(x0, x1, label)``: a grey band over that range of x (e.g. the training length).
         markers: draw a marker at every point.
         xlim, ylim: axis limits (default: matplotlib's).
-        legend_loc: where the legend goes.
+        legend_loc: where the legend goes: ``"below"`` (default) under the plot, outside the
+            axes, so that it never covers a curve; or a matplotlib location inside the axes.
         vline_label_at: height of the vertical lines' labels, as a fraction of the axes
             (0 = bottom).
         xlabel, ylabel, title, logx, logy, width, height: as in :func:`curves_figure`.
@@ -656,7 +771,10 @@ def marked_curves_figure(
         ax.set_ylim(*ylim)
     ax.set(xlabel=xlabel, ylabel=ylabel, title=title)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, frameon=False, loc=legend_loc)
+    if legend_loc == "below":
+        _legend_below(fig)
+    else:
+        ax.legend(fontsize=8, frameon=False, loc=legend_loc)
     return fig
 
 
@@ -689,8 +807,7 @@ def band_panels_figure(
         xlabel, ylabel, width, height: as in :func:`curves_figure`.
     """
     n = len(panels)
-    fig, axes = _figure(width or 4.2 * n + 0.4, height, ncols=n, sharey=True)
-    axes = np.atleast_1d(axes)
+    fig, axes = _panels(n, height, max_cols=2, extra=0.4, sharey=True)
     styles = ("-", "--", "-.", ":")
     for ax, (title, curves) in zip(axes, panels.items()):
         for k, (name, (x, mean, spread)) in enumerate(curves.items()):
@@ -699,17 +816,9 @@ def band_panels_figure(
             ax.fill_between(xs, m - s, m + s, color=colour, alpha=0.18, lw=0)
             ax.plot(xs, m, color=colour, ls=styles[k % len(styles)], lw=1.5, label=name)
         if vline is not None:
-            ax.axvline(vline[0], color="0.35", ls=":", lw=1)
-            ax.annotate(
-                vline[1],
-                (vline[0], 0.98),
-                xycoords=("data", "axes fraction"),
-                rotation=90,
-                va="top",
-                ha="right",
-                fontsize=8,
-                color="0.25",
-            )
+            # named in the legend below the plot: a label written along the line ran through
+            # the curves it crosses
+            ax.axvline(vline[0], color="0.35", ls=":", lw=1.2, label=vline[1])
         for name, value in (hlines or {}).items():
             ax.axhline(value, color="0.35", ls=":", lw=1)
             ax.annotate(
@@ -726,8 +835,9 @@ def band_panels_figure(
             ax.set_ylim(*ylim)
         ax.set(title=title, xlabel=xlabel)
         ax.grid(alpha=0.3)
-    axes[0].set_ylabel(ylabel)
-    axes[-1].legend(fontsize=8, frameon=False, loc="best")
+    for ax in _first_column(axes, 2):
+        ax.set_ylabel(ylabel)
+    _legend_below(fig)
     return fig
 
 
@@ -745,7 +855,7 @@ def t5_bucket_figure(
     max_distance: int = 128,
     span: int | None = None,
     grid: int | None = None,
-    width: float = 7.0,
+    width: float = COLUMN_WIDTH,
     height: float = 6.4,
 ) -> Figure:
     """T5's bucket ids (:func:`~posenc_core.t5_bias.relative_position_bucket`), bidirectional
@@ -912,12 +1022,13 @@ def position_loss_figure(
     if not isinstance(panels, Mapping) or not panels:
         raise ValueError(f"panels must be a non-empty mapping of title -> curves, got {panels!r}")
     n = len(panels)
-    fig, axes = _figure(width or 4.2 * n + 0.4, height, ncols=n, sharey=True)
-    axes = np.atleast_1d(axes)
+    fig, axes = _panels(n, height, max_cols=2, extra=0.5, sharey=True)
     styles = ("-", "--", "-.", ":")
     n_pos = 0
     for ax, (title, curves) in zip(axes, panels.items()):
-        ax.axvspan(0, train_len, color="0.93", zorder=0, label=f"training length L = {train_len}")
+        ax.axvspan(
+            0, train_len, color=TRAINING_TINT, zorder=0, label=f"training length L = {train_len}"
+        )
         for name, c in (reference or {}).items():
             x, m, lo, hi = seed_band(c, bucket=bucket)
             ax.fill_between(x, lo, hi, color="0.6", alpha=0.3, lw=0, zorder=1)
@@ -937,11 +1048,9 @@ def position_loss_figure(
             ax.set_ylim(*ylim)
         ax.set(title=title, xlabel=xlabel or f"position (L = {train_len})")
         ax.grid(alpha=0.3)
-    axes[0].set_ylabel(ylabel)
-    axes[0].legend(fontsize=7.5, frameon=False, loc="upper left")
-    if n > 1:
-        handles, labels = axes[-1].get_legend_handles_labels()
-        axes[-1].legend(handles[1:], labels[1:], fontsize=7.5, frameon=False, loc="upper left")
+    for ax in _first_column(axes, 2):
+        ax.set_ylabel(ylabel)
+    _legend_below(fig)
     return fig
 
 
@@ -965,7 +1074,7 @@ def pair_axis_figure(
     mrope_section: Sequence[int] | None = None,
     *,
     schemes: Mapping[str, Sequence[str]] | None = None,
-    width: float = 7.0,
+    width: float = COLUMN_WIDTH,
     height: float | None = None,
 ) -> Figure:
     """Which axis each frequency pair of a head turns with: a strip of head_dim/2 cells per
@@ -1103,7 +1212,7 @@ def pair_usage_figure(
     *,
     train_len: int,
     seed: int = 0,
-    width: float = 7.6,
+    width: float = COLUMN_WIDTH,
     height: float = 3.4,
 ) -> Figure:
     """Where a trained RoPE model puts its query/key norm, pair by pair (chapter 9).
@@ -1159,4 +1268,61 @@ def pair_usage_figure(
     right.set_xticks(x)
     right.set(xlabel="pair (0 = fastest)", ylabel="layer.head", title=f"seed {seed}")
     fig.colorbar(im, ax=right, fraction=0.05, pad=0.03, label="share")
+    return fig
+
+
+# --------------------------------------------------------------------------- the intro
+
+
+def schemes_overview_figure(
+    *, n_positions: int = 64, d_model: int = 64, max_offset: int = 256, n_heads: int = 8
+) -> Figure:
+    """The book in one figure: four ways of giving attention position, computed by
+    posenc_core. (a) the sinusoidal table added to the tokens; (b) the similarity of two of
+    its rows, a function of their offset only; (c) RoPE's score for a query and key that
+    match (all ones, head_dim 128) as the offset grows, for two bases; (d) ALiBi's bias, a
+    straight line per head.
+
+    Args:
+        n_positions, d_model: size of the sinusoidal table in (a).
+        max_offset: offsets 0 .. max_offset in (b)-(d).
+        n_heads: ALiBi heads drawn in (d).
+    """
+    from ..alibi import alibi_slopes
+    from ..analysis import rope_score_vs_distance, sinusoidal_similarity
+
+    n_positions = check.positive_int("n_positions", n_positions)
+    d_model = check.positive_int("d_model", d_model)
+    max_offset = check.positive_int("max_offset", max_offset)
+    n_heads = check.positive_int("n_heads", n_heads)
+    if d_model % 2:
+        raise ValueError(f"d_model must be even, got {d_model}")
+    fig, (a, b, c, d) = _panels(4, 2.5, max_cols=2)
+    im = a.imshow(
+        _np(sinusoidal_table(n_positions, d_model, dtype=torch.float64)),
+        aspect="auto",
+        interpolation="nearest",
+        cmap=DIVERGING,
+        vmin=-1,
+        vmax=1,
+    )
+    a.set(xlabel="dimension", ylabel="position", title="(a) sinusoidal: add a vector")
+    fig.colorbar(im, ax=a, fraction=0.05, pad=0.02)
+    k = np.arange(max_offset + 1)
+    b.plot(k, _np(sinusoidal_similarity(list(k), d_model)), color=OKABE_ITO[0], lw=1.4)
+    b.set(xlabel="offset k", ylabel="cos(PE(p), PE(p+k))", title="(b) rows know their offset")
+    far = np.unique(np.geomspace(1, 64 * max_offset, 200).astype(int))
+    for j, base in enumerate((10000.0, 500000.0)):
+        score = _np(rope_score_vs_distance(list(far), 128, base=base))
+        c.plot(far, score, color=OKABE_ITO[1 + j], lw=1.3, label=f"base {base:,.0f}")
+    c.set_xscale("log")
+    c.set(xlabel="offset n − m", ylabel="score / head_dim", title="(c) RoPE: rotate q and k")
+    c.legend(fontsize=8, frameon=False, loc="upper right")
+    slopes = _np(alibi_slopes(n_heads, dtype=torch.float64))
+    for h, m in enumerate(slopes):
+        d.plot(k, -m * k, color=plt.get_cmap(SEQUENTIAL)(h / max(n_heads - 1, 1)), lw=1.2)
+    d.set(xlabel="distance to the key", ylabel="bias added to the score")
+    d.set_title("(d) ALiBi: a line per head")
+    for ax in (b, c, d):
+        ax.grid(alpha=0.3)
     return fig

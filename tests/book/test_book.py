@@ -53,6 +53,12 @@ def test_first_cell_installs_from_the_configured_repository(path):
     assert (repos, installs) == ([repo], [branch]), (
         f"{path.name} installs from {repos}@{installs}, _config.yml says {repo}@{branch}"
     )
+    # The page is read where posenc_core is already installed: the cell stays in the notebook
+    # (Colab and Jupyter run it first) and is removed from the HTML, where it was a collapsed
+    # "Show code cell content" bar above the chapter's title.
+    assert nb["cells"][0].get("metadata", {}).get("tags") == [HIDDEN], (
+        f"{path.name}: tag the install cell {HIDDEN!r} and nothing else"
+    )
 
 
 def test_launch_buttons_are_configured():
@@ -74,7 +80,8 @@ def test_binder_environment_pins_cpu_torch_like_the_readers():
 
 
 # The chapters' code, as a reader sees it. A cell tagged remove-cell is plumbing that the book
-# hides: it carries numbers into the prose with glue() and does nothing else.
+# hides: it carries numbers into the prose with glue() and does nothing else. The one other
+# removed cell is each chapter's first, the install cell (checked above).
 HIDDEN = "remove-cell"
 MAX_STATEMENTS = 15  # per visible cell, nested statements counted
 MAX_LINE = 80  # characters per code line: the code column holds about 85 at 1280 px
@@ -92,7 +99,7 @@ def code_cells():
         nb = json.loads(path.read_text(encoding="utf-8"))
         for k, cell in enumerate(nb["cells"]):
             if cell["cell_type"] == "code":
-                hidden = HIDDEN in cell.get("metadata", {}).get("tags", [])
+                hidden = k > 0 and HIDDEN in cell.get("metadata", {}).get("tags", [])
                 yield f"{path.name} cell {k}", "".join(cell["source"]), hidden
 
 

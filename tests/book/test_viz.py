@@ -273,3 +273,91 @@ def test_pair_usage_figure_bars_are_the_mean_shares_with_seed_ranges():
         viz.pair_usage_figure(shares[0], lam, train_len=64)
     with pytest.raises(ValueError, match="wavelengths_"):
         viz.pair_usage_figure(shares, lam[:4], train_len=64)
+
+
+# --- Figures drawn for the book's column ------------------------------------------------
+
+
+def _png_size(png: bytes) -> tuple[int, int]:
+    import struct
+
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    return struct.unpack(">II", png[16:24])
+
+
+def test_figure_for_display_is_twice_the_shown_size_and_records_the_smallest_text():
+    fig, ax = plt.subplots(figsize=(4, 2))
+    ax.plot([0, 1], [0, 1], label="a line")
+    ax.set_title("title", fontsize=12)
+    ax.tick_params(labelsize=9)
+    ax.annotate("small note", (0.5, 0.5), fontsize=7.5)
+    ax.annotate("", (0.2, 0.2))  # an empty annotation has no text to read
+    hidden = ax.text(0, 0, "hidden", fontsize=3)
+    hidden.set_visible(False)
+    plt.close(fig)
+    assert viz.smallest_text_pt(fig) == 7.5
+    png, shown = viz.figure_for_display(fig)
+    width, height = _png_size(png)
+    assert shown == {"width": width // viz.PIXEL_RATIO, "height": height // viz.PIXEL_RATIO}
+    # a 4 x 2 inch figure (tight box: a little more or less) at DISPLAY_DPI CSS px per inch
+    assert 0.8 * 4 * viz.DISPLAY_DPI < shown["width"] < 1.1 * 4 * viz.DISPLAY_DPI
+    record = f"{viz.TEXT_SIZE_KEY}\0".encode() + b"7.5"
+    assert record in png
+
+
+def test_smallest_text_pt_names_a_bad_argument():
+    with pytest.raises(TypeError, match="fig must be a matplotlib Figure, got int"):
+        viz.smallest_text_pt(3)
+
+
+def test_book_figures_fit_the_column_and_their_text_stays_readable():
+    """Widths above the column would be shrunk on the page, their text with them."""
+    r = np.random.default_rng(0)
+    figures = {
+        "matrices x3": viz.matrices_figure({k: r.standard_normal((8, 8)) for k in "abc"}),
+        "matrices x4 asked 12 in": viz.matrices_figure(
+            {k: r.standard_normal((8, 8)) for k in "abcd"}, width=12
+        ),
+        "circles x3": viz.unit_circle_figure([1.0, 0.1, 0.01], 20),
+        "overview": viz.schemes_overview_figure(),
+        "heatmap": viz.sinusoidal_heatmap(20, 16, highlight=3),
+    }
+    for name, fig in figures.items():
+        assert fig.get_figwidth() <= viz.COLUMN_WIDTH + 1e-9, name
+        _, shown = viz.figure_for_display(fig)
+        assert shown["width"] <= 680, (name, shown)  # the column is 672 CSS px
+        assert viz.smallest_text_pt(fig) >= viz.MIN_TEXT_PT, name
+
+
+def test_panels_wrap_into_rows_and_hide_the_spare_cell():
+    fig = viz.matrices_figure({k: np.eye(4) for k in "abcde"})
+    shown = [ax for ax in fig.axes if ax.get_visible() and ax.images]
+    assert len(shown) == 5
+    rows = {round(ax.get_position().y0, 3) for ax in shown}
+    assert len(rows) == 3, "five panels two a row take three rows"
+
+
+def test_legends_sit_below_the_plot_not_on_the_curves():
+    x = np.linspace(0, 1, 20)
+    fig = viz.marked_curves_figure(x, {"up": x, "down": 1 - x})
+    fig.canvas.draw()
+    assert not fig.axes[0].get_legend(), "the legend is the figure's, not inside the axes"
+    (legend,) = fig.legends
+    assert legend.get_window_extent().y1 <= fig.axes[0].get_window_extent().y0 + 1
+
+
+def test_shown_figures_use_the_book_formatter_in_ipython():
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    fig = viz.sinusoidal_heatmap(10, 8)
+    data, metadata = shell.display_formatter.format(fig)
+    png = data["image/png"]
+    assert viz.TEXT_SIZE_KEY.encode() in png
+    width, _ = _png_size(png)
+    assert metadata["image/png"]["width"] == width // viz.PIXEL_RATIO
+
+
+def test_schemes_overview_names_a_bad_argument():
+    with pytest.raises(ValueError, match="d_model must be even, got 63"):
+        viz.schemes_overview_figure(d_model=63)

@@ -95,5 +95,9 @@
       if (culprits.length === 5) break;
     }
   }
-  return {formulas, blocks, page: {sw, iw, culprits}, fit};
+  // Inline code (an argument name, a call in an exercise box) that runs past the text column.
+  const inline = [...article.querySelectorAll('p code, li code, td code')]
+    .filter(c => rendered(c) && c.getBoundingClientRect().right > column + 1)
+    .map(c => `${oneLine(c.textContent)} ends at ${px(c.getBoundingClientRect().right)} px (column ${px(column)})`);
+  return {formulas, blocks, page: {sw, iw, culprits}, fit, inline};
 }

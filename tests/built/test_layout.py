@@ -2,7 +2,7 @@
 sideways off the page.
 
 Every page a reader opens (all of `_build/html` but `_static/` and `_vendor/`) is loaded in
-Debian's chromium, offline (see browser_support.py), at 1280 px and 800 px wide, after
+Debian's chromium, offline (see browser_support.py), at 1280 px and 390 px (a phone) wide, after
 MathJax has typeset it and with every collapsed block (hide-input cells, dropdown solutions)
 expanded. Checked:
 
@@ -11,7 +11,7 @@ expanded. Checked:
   lets wide formulas scroll);
 - at 1280 px, no display formula even needs its own scrollbar (long ones are broken across
   lines), and no code or output block needs sideways scrolling (the chapters' line length);
-- the page itself never scrolls sideways.
+- the page itself never scrolls sideways, and no inline code runs past the text column.
 
 POSENC_BOOK_HTML=/path/to/html reads another build. Run with -s for a per-page summary.
 """
@@ -27,7 +27,7 @@ from browser_support import block_external, require_book_and_chromium
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 HTML = pathlib.Path(os.environ.get("POSENC_BOOK_HTML", ROOT / "_build" / "html")).resolve()
-WIDTHS = (1280, 800)
+WIDTHS = (1280, 390)
 HEIGHT = 900
 CODE_WIDTH = 1280  # code and output lines are checked at this width only
 
@@ -96,6 +96,7 @@ def offenders(found: dict, width: int) -> dict[str, list[str]]:
         ],
         "code/output blocks that scroll sideways": [],
         "page scrolls sideways": [],
+        "inline code past the text column": found["inline"],
     }
     if width == CODE_WIDTH:
         groups["code/output blocks that scroll sideways"] = [

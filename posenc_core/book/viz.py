@@ -45,11 +45,16 @@ TEXT_SIZE_KEY = "posenc:smallest-text-pt"
 def smallest_text_pt(fig: Figure) -> float:
     """The size in points of the smallest visible, non-empty text of ``fig`` (titles, labels,
     tick labels, legends, annotations); ``inf`` when it has none."""
-    from matplotlib.text import Text
-
     if not isinstance(fig, Figure):
         raise TypeError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
     fig.canvas.draw()  # tick labels exist only once drawn
+    return _drawn_text_pt(fig)
+
+
+def _drawn_text_pt(fig: Figure) -> float:
+    """:func:`smallest_text_pt` of a figure that has just been drawn (no second draw)."""
+    from matplotlib.text import Text
+
     sizes = [
         t.get_fontsize()
         for t in fig.findobj(Text)

@@ -26,6 +26,15 @@ LAUNCH_ARGS = [
     "--disable-quic",
 ]
 
+# Waits until MathJax is done: startup.promise is replaced whenever more math is queued (the
+# widgets' labels, see _config.yml), so wait until it stops changing.
+MATHJAX_DONE = """async () => {
+  if (!window.MathJax || !MathJax.startup) return;
+  let p;
+  do { p = MathJax.startup.promise; await p; } while (p !== MathJax.startup.promise);
+  await document.fonts.ready;
+}"""
+
 
 def require_book_and_chromium(html: pathlib.Path) -> None:
     """Skip the calling test module when the book is not built or chromium is missing; with

@@ -22,7 +22,7 @@ import os
 import pathlib
 
 import pytest
-from browser_support import block_external, require_book_and_chromium
+from browser_support import MATHJAX_DONE, block_external, require_book_and_chromium
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -48,15 +48,6 @@ def reader_pages() -> list[str]:
         pages.append(rel.as_posix())
     return pages
 
-
-# Waits until MathJax is done: startup.promise is replaced whenever more math is queued (the
-# widgets' labels, see _config.yml), so wait until it stops changing.
-MATHJAX_DONE = """async () => {
-  if (!window.MathJax || !MathJax.startup) return;
-  let p;
-  do { p = MathJax.startup.promise; await p; } while (p !== MathJax.startup.promise);
-  await document.fonts.ready;
-}"""
 
 # Opens every collapsed block so that what is hidden at load is measured too: <details>
 # (MyST-NB hide-input/hide-cell, sphinx-design dropdowns) and sphinx-togglebutton's dropdown

@@ -29,7 +29,7 @@ import zlib
 from urllib.parse import unquote, urljoin, urlparse
 
 import pytest
-from browser_support import block_external, require_book_and_chromium
+from browser_support import MATHJAX_DONE, block_external, require_book_and_chromium
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 HTML = pathlib.Path(os.environ.get("POSENC_BOOK_HTML", ROOT / "_build" / "html")).resolve()
@@ -41,13 +41,6 @@ MAX_SCREENS = 5.0
 
 require_book_and_chromium(HTML)
 pytest.importorskip("playwright.sync_api")
-
-MATHJAX_DONE = """async () => {
-  if (!window.MathJax || !MathJax.startup) return;
-  let p;
-  do { p = MathJax.startup.promise; await p; } while (p !== MathJax.startup.promise);
-  await document.fonts.ready;
-}"""
 
 
 @pytest.fixture

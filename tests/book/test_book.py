@@ -17,9 +17,16 @@ CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
 
 
 def toc_files():
+    """Every page of the table of contents in reading order, a chapter's sub-pages after it."""
+
+    def walk(entries):
+        for entry in entries:
+            yield entry["file"]
+            yield from walk(entry.get("sections", []))
+
     files = [TOC["root"]]
     for part in TOC.get("parts", []):
-        files += [entry["file"] for entry in part["chapters"]]
+        files += walk(part["chapters"])
     return files
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import re
 import struct
 import zlib
 from urllib.parse import unquote, urljoin, urlparse
@@ -324,6 +325,30 @@ def test_a_visual_at_least_every_five_screens(desktop, chapter):
         f"{chapter}: {screens:.1f} screens without a figure, table, explorer or summary, "
         f"starting {start:.0f} px into the article"
     )
+
+
+# --- One sitting ----------------------------------------------------------------------------
+
+MAX_PAGE_SCREENS = 45.0
+MAX_PAGE_MINUTES = 60
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_a_page_is_read_in_one_sitting(desktop, chapter):
+    """A chapter too long for one sitting is split into pages (chapters 6 and 7 were 47 and 48
+    screens, 71 and 75 minutes): every page is at most MAX_PAGE_SCREENS screens tall at 1280 px,
+    and the reading time its box gives is at most MAX_PAGE_MINUTES."""
+    screens = desktop(f"chapters/{chapter}.html")["visuals"]["height"] / DESKTOP["height"]
+    box = re.search(
+        r'class="[^"]*chapter-box.*?Reading time</strong> about (?:<[^>]+>)*(\d+)',
+        (HTML / "chapters" / f"{chapter}.html").read_text(encoding="utf-8"),
+        re.S,
+    )
+    assert box, f"{chapter}: no chapter box with a reading time at the top of the page"
+    minutes = int(box.group(1))
+    print(f"\n{chapter}: {screens:.1f} screens, {minutes} minutes")
+    assert screens <= MAX_PAGE_SCREENS, f"{chapter}: {screens:.1f} screens; split the page"
+    assert minutes <= MAX_PAGE_MINUTES, f"{chapter}: {minutes} minutes of reading; split the page"
 
 
 # --- Search -------------------------------------------------------------------------------

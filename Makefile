@@ -46,7 +46,7 @@ vendor:
 	$(PYTHON) _vendor/fetch.py
 
 # POSENC_STATIC_WIDGETS=1: the chapters' explorers prerender their figures so that the
-# controls work in the static pages without a kernel (see posenc_core/widgets.py).
+# controls work in the static pages without a kernel (see posenc_core/book/widgets.py).
 # POSENC_BOOK_BUILD=1: a chapter whose cross-check lacks its reference library fails the
 # build instead of publishing "skipped" (posenc_core.book.notebook.optional_reference).
 # tools/build_book.py runs `jupyter-book build -W -n --keep-going .` so that a failed build is
@@ -64,7 +64,7 @@ chromium:
 
 # vendor: the font tests subset the cached font tarball.
 unit: $(VENV)/.test-ok vendor
-	$(PY) -m pytest $(BEFORE_BUILD)
+	$(PY) -m pytest $(BEFORE_BUILD) --durations=12
 
 # Formatting and lint (ruff, configured in pyproject.toml; chapters/ruff.toml for the chapters).
 lint: $(VENV)/.test-ok
@@ -72,9 +72,9 @@ lint: $(VENV)/.test-ok
 	$(VENV)/bin/ruff check .
 
 test: $(VENV)/.test-ok chromium vendor lint
-	$(PY) -m pytest $(BEFORE_BUILD)
+	$(PY) -m pytest $(BEFORE_BUILD) --durations=12
 	$(MAKE) --no-print-directory book
-	BOOK_BUILT=1 $(PY) -m pytest $(POSTBUILD) -s
+	BOOK_BUILT=1 $(PY) -m pytest $(POSTBUILD) -s --durations=12
 
 bench: $(VENV)/.test-ok
 	$(PY) benchmarks/rope_benchmark.py
@@ -103,11 +103,11 @@ clean:
 # The studies the chapters report (about 22 minutes on this 2-core AMD VM): the encoder tasks
 # (chapter 5) and the causal language model on Pygments' source with its long-context methods
 # (chapters 5 and 7; it also writes the checkpoints the chapters load), then the measurements of
-# the trained models that chapters 8 and 9 load (posenc_core.book.evaluations). Rerun it whenever
+# the trained models that chapters 8 and 9 load (posenc_core.book.studies.evaluations). Rerun it whenever
 # a study module or a module it hashes changes: tests check all three results files.
 study: $(VENV)/.reader-ok
 	@start=$$(date +%s); \
-	$(PY) -m posenc_core.book.study --out posenc_core/book/data/learned_vs_fixed.json || exit 1; \
-	$(PY) -m posenc_core.book.lm_study --out posenc_core/book/data/lm_study.json || exit 1; \
-	$(PY) -m posenc_core.book.evaluations --out posenc_core/book/data/evaluations.json || exit 1; \
+	$(PY) -m posenc_core.book.studies.encoder_study --out posenc_core/book/data/learned_vs_fixed.json || exit 1; \
+	$(PY) -m posenc_core.book.studies.lm_study --out posenc_core/book/data/lm_study.json || exit 1; \
+	$(PY) -m posenc_core.book.studies.evaluations --out posenc_core/book/data/evaluations.json || exit 1; \
 	echo "Studies done in $$(( $$(date +%s) - start )) s".

@@ -6,9 +6,13 @@ notebook's code cells alone. A change to ``posenc_core`` (with the data the chap
 ``POSENC_*`` switches of the build would otherwise publish outputs computed by the old code.
 
 This extension hashes those inputs at the start of every build and keeps the digest in the
-cache folder (``posenc-inputs.json``). When the digest differs from the stored one, it deletes
-the cache and marks every notebook outdated, so Sphinx reads (and MyST-NB executes) each
-chapter again. When it matches, nothing happens and cached outputs are reused.
+cache folder (``posenc-inputs.json``). Python and C sources count by what they compute
+(:func:`posenc_core.book.studies.provenance.source_key`: the syntax tree without docstrings,
+the tokens without comments), every other file by its bytes, so a docstring or comment edit
+re-renders the API page but re-executes no chapter (no chapter prints a docstring). When the
+digest differs from the stored one, it deletes the cache and marks every notebook outdated, so
+Sphinx reads (and MyST-NB executes) each chapter again. When it matches, nothing happens and
+cached outputs are reused.
 """
 
 from __future__ import annotations
@@ -40,6 +44,29 @@ ENV_PREFIX = "POSENC_"
 LOCATION_ONLY = frozenset({"POSENC_CACHE_DIR", "POSENC_BOOK_HTML", "POSENC_TEST_GLUE_FILE"})
 RECORD = "posenc-inputs.json"
 _SKIP_PARTS = {"__pycache__", ".ipynb_checkpoints"}
+# The studies' provenance module, loaded from its file: it uses only the standard library, and
+# importing the package would import torch into the Sphinx process.
+_PROVENANCE = pathlib.Path(__file__).resolve().parents[1] / "posenc_core/book/studies/provenance.py"
+
+
+def _load_provenance():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("posenc_provenance", _PROVENANCE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _file_key(path: pathlib.Path, provenance) -> bytes:
+    """What a file contributes: its source key for .py and .c (bytes if it does not parse),
+    else the SHA-256 of its bytes."""
+    if path.suffix in (".py", ".c"):
+        try:
+            return bytes.fromhex(provenance.source_key(path))
+        except (ValueError, UnicodeDecodeError):
+            pass
+    return hashlib.sha256(path.read_bytes()).digest()
 
 
 def _version(name: str) -> str:
@@ -59,7 +86,8 @@ def chapter_inputs(
 
     Args:
         root: the book's source folder.
-        trees: folders under ``root`` whose files are hashed (bytes and relative path).
+        trees: folders under ``root`` whose files are hashed (relative path, and the source
+            key of a .py or .c file, the bytes of any other).
         distributions: installed distributions whose versions are recorded.
         environ: environment to read ``POSENC_*`` variables from (default ``os.environ``);
             those in :data:`LOCATION_ONLY` are left out.
@@ -69,6 +97,7 @@ def chapter_inputs(
         hashed files), ``versions``, ``environment`` and ``python``.
     """
     environ = os.environ if environ is None else environ
+    provenance = _load_provenance()
     files = hashlib.sha256()
     count = 0
     for tree in trees:
@@ -79,7 +108,7 @@ def chapter_inputs(
             if _SKIP_PARTS & set(rel.parts) or path.suffix in {".pyc", ".pyo"}:
                 continue
             files.update(rel.as_posix().encode() + b"\0")
-            files.update(hashlib.sha256(path.read_bytes()).digest())
+            files.update(_file_key(path, provenance))
             count += 1
     record = {
         "files": count,

@@ -9,22 +9,21 @@ Two layers, one folder each:
   ipywidgets, IPython or anything in ``posenc_core.book``, so ``import posenc_core`` stays
   light (``tests/core/test_package.py`` checks both in a fresh process and by reading the
   source).
-* the book layer, ``posenc_core.book`` (``viz`` figures, ``widgets``, ``checkpoints``,
-  ``study``, ``exercises``, ``notebook``): it imports the core, never the reverse, and is
-  not imported here.
+* the book layer, ``posenc_core.book`` (``figures``, ``widgets``, ``models``, ``studies``,
+  ``instruments``, ``sources``, ``exercises``, ``notebook``): it imports the core, never the
+  reverse, and is not imported here.
 
 This namespace holds the 30 names below; everything else stays importable from its module
 (``posenc_core.rope.rope_angles``, ``posenc_core.analysis.similarity_by_offset``,
 ``posenc_core.positions.packed_positions``, ``posenc_core.t5_bias.T5RelativePositionBias``,
-``posenc_core.xpos.XPosEmbedding``, ``posenc_core.multi_axis.mrope_cos_sin``, ...), and every
-core module is reachable as an attribute (``pc.positions``, ``pc.t5_bias``, ``pc.xpos``,
-``pc.multi_axis``).
+``posenc_core.rope.xpos.XPosEmbedding``, ``posenc_core.multi_axis.mrope_cos_sin``, ...), and every
+core module is reachable as an attribute (``pc.positions``, ``pc.t5_bias``, ``pc.multi_axis``,
+and ``pc.xpos`` for ``posenc_core.rope.xpos``).
 """
 
 from . import multi_axis as multi_axis
 from . import positions as positions
 from . import t5_bias as t5_bias
-from . import xpos as xpos
 from ._numerics import warm_up_trigonometry as _warm_up_trigonometry
 from .alibi import alibi_bias, alibi_key_bias, alibi_slopes
 from .analysis import (
@@ -49,13 +48,14 @@ from .rope import (
     rope_frequencies,
     rotate_pairs,
 )
+from .rope import xpos as xpos
 from .rotation import rotation_matrix, shift_matrix
 from .sinusoidal import (
     SinusoidalPositionalEncoding,
-    frequencies,
     sinusoidal_encoding,
+    sinusoidal_frequencies,
     sinusoidal_table,
-    wavelengths,
+    sinusoidal_wavelengths,
 )
 
 __version__ = "0.1.0"
@@ -65,10 +65,10 @@ _warm_up_trigonometry()  # the first parallel sin/cos call can be inexact: see i
 __all__ = [
     # sinusoidal (Vaswani et al. 2017, Sec. 3.5) and its rotations
     "SinusoidalPositionalEncoding",
-    "frequencies",
+    "sinusoidal_frequencies",
     "sinusoidal_encoding",
     "sinusoidal_table",
-    "wavelengths",
+    "sinusoidal_wavelengths",
     "rotation_matrix",
     "shift_matrix",
     # learned (BERT, GPT-2)

@@ -21,7 +21,7 @@ import torch
 
 from . import _validation as check
 from .rope import rope_angles
-from .sinusoidal import _frequencies, frequencies
+from .sinusoidal import _frequencies, sinusoidal_frequencies
 
 __all__ = [
     "cosine_similarity_matrix",
@@ -136,13 +136,13 @@ def sinusoidal_similarity(
 
     Args:
         offsets: any shape ``K`` of finite real offsets k.
-        d_model, base: as in :func:`~posenc_core.sinusoidal.frequencies`.
+        d_model, base: as in :func:`~posenc_core.sinusoidal.sinusoidal_frequencies`.
 
     Returns:
         float64 tensor of shape ``K``.
     """
     k = check.as_positions("offsets", offsets)
-    omega = frequencies(d_model, base=base).to(k.device)  # (d/2,)
+    omega = sinusoidal_frequencies(d_model, base=base).to(k.device)  # (d/2,)
     return torch.cos(k.unsqueeze(-1) * omega).mean(-1)
 
 
@@ -207,7 +207,7 @@ def neighbour_distance(d_model: int, *, base: float = 10000.0) -> float:
     Returns:
         the distance, a float in (0, sqrt(2 d_model)].
     """
-    omega = frequencies(d_model, base=base)
+    omega = sinusoidal_frequencies(d_model, base=base)
     return float((2 * (1 - torch.cos(omega))).sum().sqrt())
 
 

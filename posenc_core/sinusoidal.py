@@ -32,7 +32,7 @@ from ._numerics import LOW_PRECISION, round_once
 LAYOUTS = check.LAYOUTS
 
 
-def frequencies(d_model: int, *, base: float = 10000.0) -> torch.Tensor:
+def sinusoidal_frequencies(d_model: int, *, base: float = 10000.0) -> torch.Tensor:
     """Angular frequencies omega_i = base**(-2i/d_model), i = 0 .. d_model/2 - 1.
 
     A geometric sequence from 1 rad/position (i = 0, whatever the base) down to
@@ -57,7 +57,7 @@ def _frequencies(d_model: int, base: float) -> torch.Tensor:
     return torch.pow(torch.tensor(base, dtype=torch.float64), -two_i / d_model)
 
 
-def wavelengths(d_model: int, *, base: float = 10000.0) -> torch.Tensor:
+def sinusoidal_wavelengths(d_model: int, *, base: float = 10000.0) -> torch.Tensor:
     """Wavelengths 2*pi/omega_i in positions: from 2*pi up to 2*pi*base**((d_model-2)/d_model).
 
     The geometric progression of wavelengths described by Vaswani et al. 2017, Sec. 3.5
@@ -71,7 +71,7 @@ def wavelengths(d_model: int, *, base: float = 10000.0) -> torch.Tensor:
     Returns:
         float64 tensor of shape ``(d_model // 2,)``, increasing.
     """
-    return 2 * math.pi / frequencies(d_model, base=base)
+    return 2 * math.pi / sinusoidal_frequencies(d_model, base=base)
 
 
 def _table(pos: torch.Tensor, d_model: int, base: float, layout: str) -> torch.Tensor:

@@ -1,14 +1,21 @@
-"""The book layer: what the chapters need around the numerical core.
+"""The book layer: what the chapters need around the numerical core, in rooms by kind.
 
-Figures (:mod:`~posenc_core.book.viz`, matplotlib), explorers
-(:mod:`~posenc_core.book.widgets`, ipywidgets), the checksum-verified MiniLM checkpoint
-(:mod:`~posenc_core.book.checkpoints`, safetensors), the learned-versus-fixed training study
-(:mod:`~posenc_core.book.study`), the exercise checkers (:mod:`~posenc_core.book.exercises`)
-and notebook helpers (:mod:`~posenc_core.book.notebook`, IPython and MyST-NB).
+- :mod:`~posenc_core.book.figures`: the chapters' figures, by kind of plot, and the frames
+  the static explorers show (:mod:`~posenc_core.book.figures.explorer_frames`), matplotlib;
+- widgets: :mod:`~posenc_core.book.widgets` (the explorers), ipywidgets;
+- :mod:`~posenc_core.book.models`: the trained models (``ByteLM``, ``TinyTransformer``);
+- :mod:`~posenc_core.book.studies`: the studies that train them, their corpus and tasks, the
+  readers of their results, and the provenance of those results;
+- :mod:`~posenc_core.book.instruments`: chapter 8's bugs, chapter 9's frequency probes and the
+  Hugging Face cross-check;
+- :mod:`~posenc_core.book.sources`: the checksum-verified MiniLM checkpoint, safetensors;
+- :mod:`~posenc_core.book.exercises` (the exercise checkers) and
+  :mod:`~posenc_core.book.notebook` (glue for the pages, IPython and MyST-NB).
 
 Modules here import the core (``posenc_core``) and third-party plotting, widget and file
 libraries; the core never imports this package. Importing ``posenc_core.book`` itself loads
-nothing: each module is imported on its own, e.g. ``from posenc_core.book import viz``.
+nothing: each module is imported on its own, e.g. ``from posenc_core.book import figures`` or
+``from posenc_core.book.studies import lm_study``.
 
 The committed data the chapters read (the studies' results, the trained checkpoints, the
 held-out text excerpt) lives in :data:`DATA`, ``posenc_core/book/data/``, and is installed with
@@ -18,6 +25,8 @@ chapters' first cell does on Colab) or from a wheel.
 """
 
 import pathlib
+
+__all__ = ["DATA"]
 
 DATA = pathlib.Path(__file__).resolve().parent / "data"
 """The folder of the book's committed data, inside the installed package (``make study``

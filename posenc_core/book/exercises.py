@@ -15,8 +15,23 @@ from dataclasses import dataclass
 
 import torch
 
-from .. import _validation as check
-from ..sinusoidal import frequencies, sinusoidal_encoding, sinusoidal_table
+from posenc_core import _validation as check
+from posenc_core.sinusoidal import sinusoidal_encoding, sinusoidal_frequencies, sinusoidal_table
+
+__all__ = [
+    "WIDTH",
+    "Feedback",
+    "check_close",
+    "check_frequencies",
+    "check_sinusoidal_table",
+    "check_equivariance",
+    "check_reversal_cap",
+    "check_checkpoint_conversion",
+    "check_decode_step",
+    "check_scaling_loader",
+    "check_prope_equivalent",
+    "check_mrope_positions",
+]
 
 WIDTH = 80
 """Characters per line of a printed verdict (the book's code column)."""
@@ -111,7 +126,7 @@ def check_frequencies(answer: object, d_model: int, *, base: float = 10000.0) ->
         wavelengths instead of frequencies, a wrong length).
     """
     a = _as_tensor("answer", answer)
-    ref = frequencies(d_model, base=base)
+    ref = sinusoidal_frequencies(d_model, base=base)
     half = d_model // 2
     if a.shape != ref.shape:
         hint = (
@@ -270,21 +285,22 @@ def check_reversal_cap(
     answer: object, length: int, vocab: int, *, k: int = 3, task: str = "lookback"
 ) -> Feedback:
     """Check the most a symmetric-ALiBi encoder can score on a task, averaged over a sequence
-    (chapter 5): the mean of :func:`posenc_core.book.study.reversal_cap`.
+    (chapter 5): the mean of :func:`posenc_core.book.studies.synthetic_tasks.reversal_cap`.
 
     Args:
         answer: the reader's number.
         length: sequence length n.
         vocab: tokens V.
         k: the look-back distance.
-        task: ``"lookback"`` or ``"first"`` (any of :data:`posenc_core.book.study.TASKS`).
+        task: ``"lookback"`` or ``"first"`` (any of
+            :data:`posenc_core.book.studies.synthetic_tasks.TASKS`).
 
     Returns:
         a :class:`Feedback` naming a likely mistake (exactly 1/2: the chance 1/V that the two
         targets agree is missing; (1 + 1/V)/2: the positions near the ends, where one target
         is NONE, are treated like the others; 1/V: chance, not a cap).
     """
-    from .study import reversal_cap
+    from posenc_core.book.studies.synthetic_tasks import reversal_cap
 
     a = float(_as_tensor("answer", answer))
     cap = reversal_cap(task, length, vocab, k)
@@ -334,16 +350,17 @@ def check_checkpoint_conversion(convert: Callable) -> Feedback:
     """Chapter 8: convert an interleaved checkpoint to the book's half-split model.
 
     ``convert(state, n_heads)`` gets the trained RoPE model's weights as
-    :func:`~posenc_core.book.debugging.interleaved_checkpoint` gives them (query and key rows,
+    :func:`~posenc_core.book.instruments.bugs.interleaved_checkpoint` gives them (query and key
+    rows,
     weights and biases, in interleaved order) and must return the state dict the half-split
     model loads. Each query, key and value block of every ``attn.qkv`` tensor is compared with
     the trained model's, and a mismatch is named (not converted, converted the wrong way, the
     values permuted); when all match, the logits on a 512-byte held-out window are compared.
     """
-    from ..rope import permute_qk_weight
-    from .corpus import heldout_excerpt
-    from .debugging import interleaved_checkpoint, windows
-    from .lm_study import load_lm
+    from posenc_core.book.instruments.bugs import interleaved_checkpoint, windows
+    from posenc_core.book.studies.corpus import heldout_excerpt
+    from posenc_core.book.studies.lm_study import load_lm
+    from posenc_core.rope import permute_qk_weight
 
     model = load_lm("rope", 0)
     expected = model.state_dict()
@@ -415,7 +432,7 @@ def _probe_position(rotated: torch.Tensor, raw: torch.Tensor, rope: object, n: i
 
 def check_decode_step(step: Callable) -> Feedback:
     """Chapter 8: one decoding step with a KV cache (see
-    :data:`~posenc_core.book.debugging.Step`).
+    :data:`~posenc_core.book.instruments.bugs.Step`).
 
     First a probe: a cache of n = 5 tokens, a new query, key and value; the checker finds at
     which position the returned query and the appended key were rotated (they must be at n, the
@@ -423,10 +440,10 @@ def check_decode_step(step: Callable) -> Feedback:
     tokens were left alone. Then the step decodes held-out text on the trained RoPE model
     (prefill 32, 256 bytes) and its logits are compared with the full forward pass.
     """
-    from ..rope import RotaryEmbedding
-    from .corpus import heldout_excerpt
-    from .debugging import cached_forward, windows
-    from .lm_study import load_lm
+    from posenc_core.book.instruments.bugs import cached_forward, windows
+    from posenc_core.book.studies.corpus import heldout_excerpt
+    from posenc_core.book.studies.lm_study import load_lm
+    from posenc_core.rope import RotaryEmbedding
 
     rope = RotaryEmbedding(16)
     g = torch.Generator().manual_seed(0)
@@ -516,7 +533,7 @@ def check_scaling_loader(load: Callable) -> Feedback:
     ``rope_parameters``, the default type, none, null and an unknown type; each answer is
     parsed with :func:`~posenc_core.rope.parse_scaling` and compared with the configuration's.
     """
-    from ..rope import parse_scaling
+    from posenc_core.rope import parse_scaling
 
     problems = []
     for what, config, want in _LOADER_CASES:
@@ -567,7 +584,7 @@ def check_prope_equivalent(
     :class:`~posenc_core.rope.RotaryEmbedding` whose frequencies,
     :func:`~posenc_core.rope.rope_frequencies` ``(rotary_dim, base=base)``, are those kept.
     """
-    from ..rope import rope_frequencies
+    from posenc_core.rope import rope_frequencies
 
     d = check.even_int("head_dim", head_dim)
     kept = int(round(p * d / 2))
@@ -612,7 +629,7 @@ def check_mrope_positions(answer: object, segments: list) -> Feedback:
     :func:`~posenc_core.multi_axis.mrope_position_ids`; swapped height and width rows are named,
     otherwise the first token and axis that differ.
     """
-    from ..multi_axis import mrope_position_ids
+    from posenc_core.multi_axis import mrope_position_ids
 
     want = mrope_position_ids(segments)
     got = _as_tensor("answer", answer)

@@ -10,6 +10,12 @@ from typing import Any
 
 import numpy as np
 
+__all__ = [
+    "glue",
+    "BUILD_ENV",
+    "optional_reference",
+]
+
 
 def glue(name: str, value: Any, display: bool = False) -> None:
     """Store ``value`` under ``name`` for ``{glue}`` references in the chapter's text.

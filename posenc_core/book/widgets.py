@@ -31,7 +31,7 @@ show them, e.g. ``base = 10000``, joined by " · ") and an ``Image`` of class
 ``<noscript><img class="posenc-noscript" ...></noscript>`` with the default figure, for a page
 read without JavaScript.
 
-This module imports ipywidgets, IPython and matplotlib (through :mod:`posenc_core.book.viz`);
+This module imports ipywidgets, IPython and matplotlib (through :mod:`posenc_core.book.figures`);
 the numerical core never imports it. Arguments are checked with the core's own checks
 (``posenc_core._validation``), so a bad value gets the same message here as in the core.
 """
@@ -51,12 +51,17 @@ import ipywidgets
 import numpy as np
 import torch
 
-from .. import _validation as check
-from ..analysis import rope_decay_bound, rope_score_vs_distance, sinusoidal_similarity
-from ..rope import rope_frequencies
-from ..rotation import shift_matrix
-from ..sinusoidal import frequencies, sinusoidal_encoding, sinusoidal_table, wavelengths
-from . import explorer_figures
+from posenc_core import _validation as check
+from posenc_core.analysis import rope_decay_bound, rope_score_vs_distance, sinusoidal_similarity
+from posenc_core.book.figures import explorer_frames
+from posenc_core.rope import rope_frequencies
+from posenc_core.rotation import shift_matrix
+from posenc_core.sinusoidal import (
+    sinusoidal_encoding,
+    sinusoidal_frequencies,
+    sinusoidal_table,
+    sinusoidal_wavelengths,
+)
 
 __all__ = [
     "Explorer",
@@ -384,7 +389,7 @@ class Explorer:
     def _render(self, values: dict, *, colors: int | None, dpi: int) -> tuple[bytes, Data]:
         data = self._compute(values)
         self._fig = self._draw(data, values, self._fig)
-        return explorer_figures.figure_png(self._fig, dpi=dpi, colors=colors), data
+        return explorer_frames.figure_png(self._fig, dpi=dpi, colors=colors), data
 
     def _build_live(self, values: dict) -> None:
         self.controls = {name: p.make_live(values[name]) for name, p in self._params.items()}
@@ -397,7 +402,7 @@ class Explorer:
         frame.add_class("posenc-frame")
         self.widget = self._container(list(self.controls.values()), frame)
         self._redraw()
-        self._default_png = explorer_figures.figure_png(
+        self._default_png = explorer_frames.figure_png(
             self._fig, dpi=STATIC_DPI, colors=STATIC_COLORS
         )  # for <noscript>
         self._default_data = self.data
@@ -558,7 +563,7 @@ def sinusoidal_explorer(
 
     def draw(data: Data, v: dict, fig: Any) -> Any:
         title = f"Sinusoidal encoding: {n} positions × {v['d_model']} dimensions, base {base:g}"
-        return explorer_figures.fingerprint_figure(
+        return explorer_frames.fingerprint_figure(
             data["table"], v["position"], title=title, fig=fig
         )
 
@@ -590,7 +595,8 @@ def base_explorer(
     Data: ``table`` (n_positions, d_model), ``wavelength`` (d_model/2,), ``offsets``
     (0..max_offset), ``similarity`` (max_offset + 1,), and the same two curves for base 10000
     (``wavelength_reference``, ``similarity_reference``); from
-    :func:`~posenc_core.sinusoidal.sinusoidal_table`, :func:`~posenc_core.sinusoidal.wavelengths`
+    :func:`~posenc_core.sinusoidal.sinusoidal_table`,
+    :func:`~posenc_core.sinusoidal.sinusoidal_wavelengths`
     and :func:`~posenc_core.analysis.sinusoidal_similarity`.
 
     Args:
@@ -607,7 +613,7 @@ def base_explorer(
     kmax = check.int_in_range("max_offset", max_offset, 1)
     offsets = np.arange(kmax + 1)
     reference = {
-        "wavelength": wavelengths(d, base=10000.0).numpy(),
+        "wavelength": sinusoidal_wavelengths(d, base=10000.0).numpy(),
         "similarity": sinusoidal_similarity(torch.arange(kmax + 1), d, base=10000.0).numpy(),
     }
     params = [_Param("base", "base", BASE_GRID, 10000, ("log", 10, 1, 7, 0.05))]
@@ -616,7 +622,7 @@ def base_explorer(
         b = float(v["base"])
         return {
             "table": sinusoidal_table(n, d, base=b, dtype=torch.float64).numpy(),
-            "wavelength": wavelengths(d, base=b).numpy(),
+            "wavelength": sinusoidal_wavelengths(d, base=b).numpy(),
             "offsets": offsets,
             "similarity": sinusoidal_similarity(torch.arange(kmax + 1), d, base=b).numpy(),
             "wavelength_reference": reference["wavelength"],
@@ -626,7 +632,7 @@ def base_explorer(
     def draw(data: Data, v: dict, fig: Any) -> Any:
         longest = data["wavelength"][-1]
         title = f"base {v['base']:.0f}, d_model = {d}: longest wavelength {longest:,.0f} positions"
-        return explorer_figures.base_figure(
+        return explorer_frames.base_figure(
             data["table"],
             data["wavelength"],
             data["offsets"],
@@ -665,8 +671,8 @@ def unit_circle_explorer(
         ``offset`` (description "offset k"): the shift k. Static grid 1, 2, 3, 5, 10, 20, 50,
         100; live 0..100. Default 3.
 
-    Data: ``omega`` (omega_i, from :func:`~posenc_core.sinusoidal.frequencies`), ``angle``
-    (omega_i * k), ``starts`` (S,), ``start_points`` and ``end_points`` (S, 2): the pair's
+    Data: ``omega`` (omega_i, from :func:`~posenc_core.sinusoidal.sinusoidal_frequencies`),
+    ``angle`` (omega_i * k), ``starts`` (S,), ``start_points`` and ``end_points`` (S, 2): the pair's
     (sin, cos) entries, dims (2i, 2i+1) of :func:`~posenc_core.sinusoidal.sinusoidal_encoding`
     at p and p + k, and ``matrix`` (2, 2): that pair's block of
     :func:`~posenc_core.rotation.shift_matrix` (k, d_model), all float64.
@@ -696,7 +702,7 @@ def unit_circle_explorer(
         _Param("pair", "pair i", pairs, 0, ("int", 0, d // 2 - 1)),
         _Param("offset", "offset k", (1, 2, 3, 5, 10, 20, 50, 100), 3, ("int", 0, 100)),
     ]
-    omegas = frequencies(d, base=base)
+    omegas = sinusoidal_frequencies(d, base=base)
 
     def compute(v: dict) -> Data:
         i, k = v["pair"], v["offset"]
@@ -717,7 +723,7 @@ def unit_circle_explorer(
         }
 
     def draw(data: Data, v: dict, fig: Any) -> Any:
-        return explorer_figures.circle_shift_figure(
+        return explorer_frames.circle_shift_figure(
             data["start_points"],
             data["end_points"],
             omega=data["omega"],
@@ -805,7 +811,7 @@ def rope_decay_explorer(
 
     def draw(data: Data, v: dict, fig: Any) -> Any:
         title = f"RoPE, head_dim {hd}, base {v['base']:.0f}"
-        return explorer_figures.rope_decay_figure(
+        return explorer_frames.rope_decay_figure(
             data["distances"],
             data["score"],
             marker=tuple(data["marker"]),
@@ -948,7 +954,7 @@ def rope_scaling_explorer(*, head_dim: int = 128, mode: str = "auto") -> Explore
             f"{v['method']}, factor s = {s:g} (base {base:.0f}, L0 = {l0})\n"
             f"{hd // 2} pairs: {kept} kept, {interp} interpolated, {between} in between"
         )
-        return explorer_figures.rope_scaling_figure(
+        return explorer_frames.rope_scaling_figure(
             data["wavelength"], data["ratio"], factor=s, lines=lines, title=title, fig=fig
         )
 
@@ -1003,8 +1009,8 @@ def position_loss_explorer(
     trained RoPE model under each long-context method, factor and fine-tune (chapter 7).
 
     Each curve is a ``(S, P)`` stack, one row per seed (such as
-    :func:`~posenc_core.book.lm_study.scheme_curves` returns), drawn as
-    :func:`~posenc_core.book.viz.seed_band` gives it: bucketed means, the mean over seeds as a
+    :func:`~posenc_core.book.studies.lm_curves.scheme_curves` returns), drawn as
+    :func:`~posenc_core.book.figures.seed_band` gives it: bucketed means, the mean over seeds as a
     line and a min-max band over seeds; [0, L) is shaded, the x ticks are multiples of L and the
     y limits are the same in every frame.
 
@@ -1026,7 +1032,7 @@ def position_loss_explorer(
     [L/2, L) (in range, past the first positions' short context) and on [L, P) (beyond L).
 
     Data: ``shown`` (the key of the curve drawn, as a tuple), ``x``, ``mean``, ``low``,
-    ``high`` ``(B,)`` from :func:`~posenc_core.book.viz.seed_band`, ``in_range`` and
+    ``high`` ``(B,)`` from :func:`~posenc_core.book.figures.seed_band`, ``in_range`` and
     ``beyond`` ``(S,)``: each seed's mean over [L/2, L) and over [L, P).
 
     Args:
@@ -1041,7 +1047,7 @@ def position_loss_explorer(
             chapter 8), drawn instead of ``reference``; the frame label then also gives the
             reference's means and the difference.
         default: the key shown first (None: the first key of ``curves``).
-        bucket: positions per bucket (see :func:`~posenc_core.book.viz.seed_band`).
+        bucket: positions per bucket (see :func:`~posenc_core.book.figures.seed_band`).
         ylim: y limits (default: the range of every curve's band, with a margin).
         ylabel: the y axis label.
         name: the explorer's name (CSS class ``posenc-explorer-<name>``).
@@ -1050,7 +1056,7 @@ def position_loss_explorer(
     Returns:
         an :class:`Explorer`.
     """
-    from . import viz
+    from posenc_core.book import figures
 
     L = check.positive_int("train_len", train_len)
     bucket = check.positive_int("bucket", bucket)
@@ -1146,9 +1152,9 @@ def position_loss_explorer(
     def describe(key: tuple) -> str:
         return " · ".join(f"{d} = {v}" for d, v in zip(descriptions, key) if v is not None)
 
-    bands = {k: viz.seed_band(a, bucket=bucket) for k, a in table.items()}
-    ref_band = None if ref is None else viz.seed_band(ref[1], bucket=bucket)
-    ref_bands = {k: (lab, viz.seed_band(a, bucket=bucket)) for k, (lab, a) in own_refs.items()}
+    bands = {k: figures.seed_band(a, bucket=bucket) for k, a in table.items()}
+    ref_band = None if ref is None else figures.seed_band(ref[1], bucket=bucket)
+    ref_bands = {k: (lab, figures.seed_band(a, bucket=bucket)) for k, (lab, a) in own_refs.items()}
     all_refs = [b for _, b in ref_bands.values()] + ([ref_band] if ref else [])
     if ylim is None:
         lows = [b[2].min() for b in bands.values()] + [b[2].min() for b in all_refs]
@@ -1183,7 +1189,7 @@ def position_loss_explorer(
 
     def draw(data: Data, v: dict, fig: Any) -> Any:
         r = reference_of(data["shown"])
-        return explorer_figures.position_band_figure(
+        return explorer_frames.position_band_figure(
             data["x"],
             data["mean"],
             data["low"],
@@ -1274,7 +1280,7 @@ def patch_score_explorer(
     Returns:
         an :class:`Explorer` named ``"patch-scores"``.
     """
-    from ..multi_axis import axial_score_grid, raster_score_grid
+    from posenc_core.multi_axis import axial_score_grid, raster_score_grid
 
     n = check.int_in_range("grid", grid, 2, 12)
     hd = check.positive_int("head_dim", head_dim)
@@ -1314,7 +1320,7 @@ def patch_score_explorer(
         }
 
     def draw(data: Data, v: dict, fig: Any) -> Any:
-        return explorer_figures.patch_scores_figure(
+        return explorer_frames.patch_scores_figure(
             [data["axial"], data["raster"]],
             (v["row"], v["col"]),
             titles=["axial 2-D RoPE", "1-D RoPE on the raster order"],

@@ -34,6 +34,9 @@ Where each part lives:
   function per ``rope_type``, registered in ``VARIANTS``; :func:`rope_frequencies`;
 * ``layouts.py``: :func:`interleaved_to_half`, :func:`half_to_interleaved`,
   :func:`permute_qk_weight`.
+* ``xpos.py``: xPos (Sun et al. 2022), RoPE with a per-pair scale that grows for queries and
+  shrinks for keys with the position (:class:`~posenc_core.rope.xpos.XPosEmbedding`); reached
+  as ``pc.xpos``.
 
 Precision: frequencies and angles are computed in float64 and rounded once, so tables stay
 within float32 rounding of the exact value at any position up to 2**20 and beyond, and

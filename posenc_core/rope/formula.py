@@ -40,10 +40,10 @@ def rope_formula(
 ) -> torch.Tensor:
     """``x * cos + rotate_pairs(x) * sin`` in the dtype of ``cos`` (the working dtype).
 
-    Written pair by pair, (x1 c1 - x2 s1, x2 c2 + x1 s2), which gives the same values bit for
-    bit ((-a) * b == -(a * b) and u + (-w) == u - w exactly) and which Inductor turns into
-    straight vector code (a concatenation of a negated half becomes masked loads, about 2x
-    slower). Trusts its arguments: :func:`~posenc_core.rope.apply_rope` checks them.
+    Written pair by pair, (x1 c1 - x2 s1, x2 c2 + x1 s2): the same values bit for bit as
+    ``x * cos + rotate_pairs(x) * sin`` ((-a) * b == -(a * b) and u + (-w) == u - w exactly),
+    without building the rotated copy. Trusts its arguments:
+    :func:`~posenc_core.rope.apply_rope` checks them.
 
     Args:
         x: ``(..., s, d)`` tensor.

@@ -95,6 +95,22 @@ class RotaryEmbedding(nn.Module):
         self._cos: torch.Tensor | None = None  # (n, r) rows for positions 0 .. n-1
         self._sin: torch.Tensor | None = None
 
+    def set_scaling(self, scaling: RopeScaling | Mapping[str, Any] | None) -> None:
+        """Replace the context-extension scaling and drop the cached tables, which the next
+        call rebuilds (for example to switch a trained model to PI or YaRN at inference).
+
+        Args:
+            scaling: None, a :class:`~posenc_core.rope.RopeScaling` or a Hugging Face-style
+                scaling dict (see :func:`~posenc_core.rope.parse_scaling`).
+
+        Raises:
+            ValueError, TypeError: as the constructor, for a scaling it would refuse.
+        """
+        parsed = parse_scaling(scaling, base=self.base)
+        _inv_freq(self.base, self.rotary_dim, parsed, None)  # refuse bad combinations now
+        self.scaling = parsed
+        self._cos = self._sin = None
+
     @classmethod
     def from_config(cls, config: Any, *, layout: str | None = None) -> RotaryEmbedding:
         """The rotary embedding a Hugging Face model applies, from its configuration.

@@ -26,7 +26,7 @@ from typing import Any, NamedTuple
 import torch
 
 from .. import _validation as check
-from ..sinusoidal import frequencies
+from ..sinusoidal import sinusoidal_frequencies
 
 L0 = "original_max_position_embeddings"
 
@@ -194,9 +194,9 @@ def default_inv_freq(
     base: float, head_dim: int, scaling: RopeScaling, seq_len: int | None
 ) -> torch.Tensor:
     """theta_i = base**(-2i/d) (Su et al. 2021, Eq. 15; the sinusoidal frequencies of Vaswani
-    et al. 2017, Sec. 3.5): :func:`posenc_core.sinusoidal.frequencies`. Hugging Face:
+    et al. 2017, Sec. 3.5): :func:`posenc_core.sinusoidal.sinusoidal_frequencies`. Hugging Face:
     ``_compute_default_rope_parameters``."""
-    return frequencies(head_dim, base=base)
+    return sinusoidal_frequencies(head_dim, base=base)
 
 
 def linear_inv_freq(
@@ -205,7 +205,7 @@ def linear_inv_freq(
     """theta_i / s: position interpolation (Chen et al. 2023, "Extending context window of
     large language models via positional interpolation", Eq. 4). Hugging Face:
     ``_compute_linear_scaling_rope_parameters``."""
-    return frequencies(head_dim, base=base) / scaling.factor
+    return sinusoidal_frequencies(head_dim, base=base) / scaling.factor
 
 
 def _ntk_base(base: float, head_dim: int, ratio: float, rope_type: str, factor: float) -> float:
@@ -237,7 +237,7 @@ def ntk_inv_freq(
     reddit.com/r/LocalLLaMA "NTK-Aware Scaled RoPE"); interpolates the slow dimensions and
     keeps the fast ones. Hugging Face's ``dynamic`` type applies it at the current length."""
     s = scaling.factor
-    return frequencies(head_dim, base=_ntk_base(base, head_dim, s, "ntk", s))
+    return sinusoidal_frequencies(head_dim, base=_ntk_base(base, head_dim, s, "ntk", s))
 
 
 def dynamic_inv_freq(
@@ -253,7 +253,7 @@ def dynamic_inv_freq(
     l0, s = scaling.original_max_position_embeddings, scaling.factor
     length = l0 if seq_len is None else max(seq_len, l0)
     ratio = 1.0 + s * (length - l0) / l0
-    return frequencies(head_dim, base=_ntk_base(base, head_dim, ratio, "dynamic", s))
+    return sinusoidal_frequencies(head_dim, base=_ntk_base(base, head_dim, ratio, "dynamic", s))
 
 
 def yarn_inv_freq(
@@ -263,7 +263,7 @@ def yarn_inv_freq(
     linear ramp between the dimensions that make beta_fast and beta_slow turns over L0
     (Peng et al. 2023, "YaRN", Eq. 18-20). Hugging Face: ``_compute_yarn_parameters``."""
     d, l0, factor = head_dim, scaling.original_max_position_embeddings, scaling.factor
-    inv_freq = frequencies(d, base=base)  # (d/2,)
+    inv_freq = sinusoidal_frequencies(d, base=base)  # (d/2,)
 
     def correction_dim(n_rotations: float) -> float:
         # the (fractional) dimension index whose wavelength makes n_rotations turns over l0
@@ -302,7 +302,7 @@ def llama3_inv_freq(
     """Wavelengths below L0 / high_freq_factor kept, above L0 / low_freq_factor divided by s,
     smoothly interpolated between: Llama 3.1's ``apply_scaling`` (meta-llama/llama-models,
     models/llama3/reference_impl/model.py). Hugging Face: ``_compute_llama3_parameters``."""
-    inv_freq = frequencies(head_dim, base=base)  # (d/2,)
+    inv_freq = sinusoidal_frequencies(head_dim, base=base)  # (d/2,)
     l0, factor = scaling.original_max_position_embeddings, scaling.factor
     low_freq_factor, high_freq_factor = scaling.low_freq_factor, scaling.high_freq_factor
     low_wavelen = l0 / low_freq_factor
@@ -336,7 +336,7 @@ def longrope_inv_freq(
                 f"frequency), got {len(getattr(scaling, key))}"
             )
     divisors = torch.tensor(getattr(scaling, name), dtype=torch.float64)  # (d/2,)
-    return frequencies(head_dim, base=base) / divisors
+    return sinusoidal_frequencies(head_dim, base=base) / divisors
 
 
 def longrope_attention_scaling(scaling: RopeScaling) -> float:
@@ -508,8 +508,9 @@ def rope_frequencies(
 ) -> torch.Tensor:
     """Inverse frequencies theta_i, i = 0 .. head_dim/2 - 1, after optional scaling.
 
-    Default: theta_i = base**(-2i/head_dim), exactly :func:`posenc_core.sinusoidal.frequencies`
-    (the same float64 values). With ``scaling``, the function ``VARIANTS`` holds for its
+    Default: theta_i = base**(-2i/head_dim), exactly
+    :func:`posenc_core.sinusoidal.sinusoidal_frequencies` (the same float64 values). With
+    ``scaling``, the function ``VARIANTS`` holds for its
     ``rope_type`` (each docstring names its source):
 
     * ``linear``: theta_i / factor (position interpolation, Chen et al. 2023).

@@ -1,11 +1,11 @@
-"""The language-model corpus (posenc_core.book.corpus): selection, split, SHA-256 checks."""
+"""The language-model corpus (posenc_core.book.studies.corpus): selection, split, SHA-256 checks."""
 
 import hashlib
 
 import pytest
 import torch
 
-from posenc_core.book import corpus
+from posenc_core.book.studies import corpus
 
 
 def test_selection_is_sorted_and_leaves_out_exactly_the_generated_modules():

@@ -1,4 +1,4 @@
-"""The committed measurements of chapters 8 and 9 (posenc_core.book.evaluations): complete,
+"""The committed measurements of chapters 8 and 9 (posenc_core.book.studies.evaluations): complete,
 not stale, and what the functions compute.
 
 The file was written on one machine; recomputing a sample here compares numbers within a
@@ -9,8 +9,9 @@ another CPU), never bit for bit.
 import numpy as np
 import pytest
 
-from posenc_core.book import debugging as dbg
-from posenc_core.book import evaluations as ev
+from posenc_core.book.instruments import bugs as dbg
+from posenc_core.book.studies import evaluations as ev
+from posenc_core.book.studies import lm_curves
 
 # Stored to 6 decimals; losses are means of float32 cross-entropies over many windows, which
 # agree across machines to about 1e-6 of a few nats.
@@ -28,7 +29,9 @@ def models():
 
 
 def test_committed_measurements_are_not_stale(committed):
-    assert ev.is_stale(committed) == [], "run `make study` (python -m posenc_core.book.evaluations)"
+    assert ev.is_stale(committed) == [], (
+        "run `make study` (python -m posenc_core.book.studies.evaluations)"
+    )
 
 
 def test_every_bug_and_ablation_is_there_with_its_shape(committed):
@@ -64,9 +67,9 @@ def test_a_committed_ablation_recomputes(committed, models):
 
 def test_the_unablated_curves_are_the_language_model_studys():
     """An independent source: the study's own per-position curves of the RoPE models."""
-    from posenc_core.book import lm_study
+    from posenc_core.book.studies import lm_study
 
-    study = lm_study.scheme_curves(lm_study.load_results(), "rope")
+    study = lm_curves.scheme_curves(lm_study.load_results(), "rope")
     none = ev.load_ablation_curves()["none"]
     np.testing.assert_allclose(none, study, rtol=0, atol=1e-3)  # the study keeps 4 decimals
 

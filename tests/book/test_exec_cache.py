@@ -54,6 +54,18 @@ def test_the_digest_changes_with_the_package_the_data_and_the_switches(book):
     assert digest(book, environ={"POSENC_NATIVE": "0"}) != digest(book)
 
 
+def test_a_docstring_or_comment_edit_does_not_count_and_a_constant_does(book):
+    """Python sources count by what they compute (provenance.source_key), so editing a
+    docstring re-executes no chapter; the data counts byte for byte."""
+    rope = book / "posenc_core" / "rope.py"
+    rope.write_text('"""RoPE."""\n\nBASE = 10000.0\n')
+    before = digest(book)
+    rope.write_text('"""Rotary position embedding, reworded."""\n\n# a comment\nBASE = 10000.0\n')
+    assert digest(book) == before
+    rope.write_text('"""RoPE."""\n\nBASE = 10000.5\n')
+    assert digest(book) != before
+
+
 def test_bytecode_and_checkpoints_do_not_count(book):
     before = digest(book)
     (book / "posenc_core" / "__pycache__").mkdir()

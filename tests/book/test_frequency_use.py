@@ -1,13 +1,14 @@
-"""posenc_core.book.frequency_use: what a trained RoPE model does with its frequencies."""
+"""posenc_core.book.instruments.frequency_use: what a trained RoPE model does with its
+frequencies."""
 
 import numpy as np
 import pytest
 import torch
 
-from posenc_core.book import corpus
-from posenc_core.book import debugging as dbg
-from posenc_core.book import frequency_use as fu
-from posenc_core.book import lm_study as ls
+from posenc_core.book.instruments import bugs as dbg
+from posenc_core.book.instruments import frequency_use as fu
+from posenc_core.book.studies import corpus
+from posenc_core.book.studies import lm_study as ls
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +66,7 @@ def test_positional_share_is_one_for_a_fixed_offset_and_small_for_content():
 def test_without_pairs_leaves_exactly_those_pairs_unrotated(rope, tokens):
     none = fu.without_pairs(rope, [], 64)
     with torch.no_grad():
-        a = dbg.forward(rope, tokens, rotate=none)
+        a = rope(tokens, rotate=none)
     assert dbg.logit_gap(a, rope(tokens)).max() < 1e-4
     x = torch.randn(1, 1, 6, 16, dtype=torch.float32)
     q, _ = fu.without_pairs(rope, [0, 7], 6)(x, x, torch.arange(6))

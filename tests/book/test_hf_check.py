@@ -12,7 +12,7 @@ from transformers.models.gpt_neox import modeling_gpt_neox
 from transformers.models.phi3 import modeling_phi3
 
 import posenc_core as pc
-from posenc_core.book.hf_check import max_logit_difference
+from posenc_core.book.instruments.hf_check import max_logit_difference
 from posenc_core.positions import (
     document_ids_from_lengths,
     packed_positions,

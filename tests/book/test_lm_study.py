@@ -1,4 +1,4 @@
-"""The language-model study (posenc_core.book.lm_study) and its committed results."""
+"""The language-model study (posenc_core.book.studies.lm_study) and its committed results."""
 
 import json
 
@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from posenc_core.book import corpus
-from posenc_core.book import lm_study as st
+from posenc_core.book.models import byte_lm
+from posenc_core.book.studies import corpus, lm_curves
+from posenc_core.book.studies import lm_study as st
 
 TINY = dict(
     seeds=(0,),
@@ -43,7 +44,7 @@ def tiny(tmp_path_factory):
 
 def test_smoke_every_scheme_loss_falls(tiny):
     res, _ = tiny
-    assert {r["scheme"] for r in res["runs"].values()} == set(st.SCHEMES)
+    assert {r["scheme"] for r in res["runs"].values()} == set(byte_lm.SCHEMES)
     for key, run in res["runs"].items():
         curve = [loss for _, loss in run["curve"]]
         assert curve[-1] < curve[0] - 0.5, f"{key}: {curve[0]:.2f} -> {curve[-1]:.2f}"
@@ -65,7 +66,7 @@ def test_same_command_gives_the_same_numbers(tiny):
 
 def test_per_position_loss_shape_and_meaning():
     torch.manual_seed(0)
-    model = st.build_model("none", st.LMStudyConfig(**TINY), 0)
+    model = st.build_lm("none", st.LMStudyConfig(**TINY), 0)
     data = corpus.heldout_excerpt()[: 10 * 32 + 5]
     curve = st.per_position_loss(model, data, 32, batch=4)
     assert curve.shape == (32,) and curve.dtype == np.float64
@@ -78,31 +79,33 @@ def test_per_position_loss_shape_and_meaning():
 def test_first_rise_on_hand_made_curves():
     L = 16
     flat = np.full(8 * L, 2.0)
-    assert st.first_rise(flat, L) is None
+    assert lm_curves.first_loss_rise(flat, L) is None
     step = flat.copy()
     step[40:] = 2.3  # 15% above the in-range value from position 40 on
-    assert st.first_rise(step, L, window=1) == 40
-    assert st.first_rise(step, L, window=4) == 39  # [39, 43) averages 2.225 > 2.2, [38, 42) 2.15
-    assert st.first_rise(step, L, rise=0.2, window=1) is None
+    assert lm_curves.first_loss_rise(step, L, window=1) == 40
+    assert (
+        lm_curves.first_loss_rise(step, L, window=4) == 39
+    )  # [39, 43) averages 2.225 > 2.2, [38, 42) 2.15
+    assert lm_curves.first_loss_rise(step, L, rise=0.2, window=1) is None
     early = flat.copy()
     early[:4] = 5.0  # high loss with little context is not a rise: the search starts at L/2
-    assert st.first_rise(early, L, window=1) is None
+    assert lm_curves.first_loss_rise(early, L, window=1) is None
     spike = flat.copy()
     spike[30] = 2.5  # one noisy position: the window of 2 averages it away (2.25 > 2.2 though)
-    assert st.first_rise(spike, L, window=4) is None
+    assert lm_curves.first_loss_rise(spike, L, window=4) is None
     with pytest.raises(ValueError, match="P >= L"):
-        st.first_rise(flat[:8], L)
+        lm_curves.first_loss_rise(flat[:8], L)
     with pytest.raises(ValueError, match="rise"):
-        st.first_rise(flat, L, rise=0)
+        lm_curves.first_loss_rise(flat, L, rise=0)
 
 
 def test_buckets_never_mix_inside_and_beyond_L():
-    assert st.bucket_edges(64, 512) == [0, 64, 128, 256, 512]
-    assert st.bucket_edges(64, 512, kind="log") == [0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
+    assert lm_curves.bucket_edges(64, 512) == [0, 64, 128, 256, 512]
+    assert lm_curves.bucket_edges(64, 512, kind="log") == [0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
     curves = np.stack([np.arange(8.0), 2 * np.arange(8.0)])
-    np.testing.assert_allclose(st.bucket_means(curves, [0, 2, 8]), [[0.5, 4.5], [1.0, 9.0]])
+    np.testing.assert_allclose(lm_curves.bucket_means(curves, [0, 2, 8]), [[0.5, 4.5], [1.0, 9.0]])
     with pytest.raises(ValueError, match="edges"):
-        st.bucket_means(curves, [0, 9])
+        lm_curves.bucket_means(curves, [0, 9])
 
 
 def test_checkpoint_loader_checks_the_sha(tiny, tmp_path):
@@ -138,7 +141,7 @@ def test_committed_results_are_not_stale_and_complete():
     problems = st.is_stale(saved)
     assert not problems, f"{st.RESULTS_FILE.name} is stale ({'; '.join(problems)}): re-run it"
     c = st.LMStudyConfig.from_dict(saved["config"])
-    assert len(c.seeds) >= 3 and set(c.all_schemes) == set(st.SCHEMES)
+    assert len(c.seeds) >= 3 and set(c.all_schemes) == set(byte_lm.SCHEMES)
     assert c.extra_schemes == ("xpos",) and "xpos" not in c.schemes  # chapter 5 shows six
     assert set(saved["runs"]) == {f"{s}/{seed}" for s in c.all_schemes for seed in c.seeds}
     assert set(saved["partial"]) == {f"{r}/{seed}" for r in c.rotary_dims for seed in c.seeds}
@@ -172,7 +175,7 @@ def test_config_refuses_bad_values():
 def test_partial_rotary_runs_are_trained_saved_and_loadable(tiny):
     res, out = tiny
     assert set(res["partial"]) == {"8/0"}
-    curves = st.partial_curves(res, 8)
+    curves = lm_curves.partial_curves(res, 8)
     assert curves.shape == (1, 8 * 16)
     m = st.load_lm("rope", 0, rotary_dim=8, results=out)
     assert m.rope.rotary_dim == 8
@@ -180,7 +183,7 @@ def test_partial_rotary_runs_are_trained_saved_and_loadable(tiny):
         st.per_position_loss(m, corpus.heldout_excerpt()[:16384], 8 * 16), curves[0], atol=1e-3
     )
     with pytest.raises(KeyError, match="rotary_dim=4"):
-        st.partial_curves(res, 4)
+        lm_curves.partial_curves(res, 4)
 
 
 @pytest.mark.parametrize(

@@ -20,6 +20,7 @@ from ipywidgets.widgets.widget_link import Link  # noqa: E402
 
 import posenc_core as pc  # noqa: E402
 from posenc_core.book import widgets  # noqa: E402
+from posenc_core.book.studies import lm_curves
 
 PNG = b"\x89PNG\r\n\x1a\n"
 LIMIT_BYTES = 3_000_000  # embedded widget state per page (the widget contract)
@@ -37,10 +38,10 @@ def expected_base(v):
     k = torch.arange(1001)
     return {
         "table": pc.sinusoidal_table(100, 128, base=b, dtype=torch.float64).numpy(),
-        "wavelength": pc.wavelengths(128, base=b).numpy(),
+        "wavelength": pc.sinusoidal_wavelengths(128, base=b).numpy(),
         "offsets": np.arange(1001),
         "similarity": pc.sinusoidal_similarity(k, 128, base=b).numpy(),
-        "wavelength_reference": pc.wavelengths(128, base=10000).numpy(),
+        "wavelength_reference": pc.sinusoidal_wavelengths(128, base=10000).numpy(),
         "similarity_reference": pc.sinusoidal_similarity(k, 128, base=10000).numpy(),
     }
 
@@ -51,7 +52,7 @@ STARTS = (0, 10, 25)
 def expected_unit_circle(v):
     i, k = v["pair"], v["offset"]
     starts = torch.tensor(STARTS, dtype=torch.float64)
-    omega = pc.frequencies(16)[i].item()
+    omega = pc.sinusoidal_frequencies(16)[i].item()
     return {
         "omega": omega,
         "angle": omega * k,
@@ -639,7 +640,7 @@ def test_bad_set_calls_name_the_parameter(live):
 def test_incremental_redraw_matches_a_full_redraw(live, name):
     """figure_png redraws only the changing artists over a cached background; the picture must
     be the same as drawing everything anew."""
-    from posenc_core.book import explorer_figures
+    from posenc_core.book.figures import explorer_frames
 
     e = live[name]
     defaults = dict(e.values)
@@ -647,7 +648,7 @@ def test_incremental_redraw_matches_a_full_redraw(live, name):
     e.set(**{last: e.grid[last][-1]})
     incremental = e.figure_png()
     e._fig._posenc_artists["background"] = None
-    assert explorer_figures.figure_png(e._fig, dpi=widgets.LIVE_DPI) == incremental
+    assert explorer_frames.figure_png(e._fig, dpi=widgets.LIVE_DPI) == incremental
     e.set(**defaults)
 
 
@@ -666,23 +667,23 @@ def test_figures_plot_the_explorers_data(live):
 
 
 def test_figure_png_checks_its_arguments():
-    from posenc_core.book import explorer_figures
+    from posenc_core.book.figures import explorer_frames
 
-    fig = explorer_figures.rope_scaling_figure([10.0, 100.0], [1.0, 0.5], factor=2)
-    assert explorer_figures.figure_png(fig).startswith(PNG) and explorer_figures.figure_png(
+    fig = explorer_frames.rope_scaling_figure([10.0, 100.0], [1.0, 0.5], factor=2)
+    assert explorer_frames.figure_png(fig).startswith(PNG) and explorer_frames.figure_png(
         fig, colors=16
     ).startswith(PNG)
     with pytest.raises(ValueError, match=r"colors must be None or an integer in 2..256, got 300"):
-        explorer_figures.figure_png(fig, colors=300)
+        explorer_frames.figure_png(fig, colors=300)
     with pytest.raises(ValueError, match=r"dpi must be a number in \(0, 600\], got 0"):
-        explorer_figures.figure_png(fig, dpi=0)
+        explorer_frames.figure_png(fig, dpi=0)
     with pytest.raises(TypeError, match=r"fig must be a matplotlib Figure, got str"):
-        explorer_figures.figure_png("figure")
+        explorer_frames.figure_png("figure")
     with pytest.raises(
         ValueError,
-        match=r"fig must be None or a figure returned by explorer_figures.rope_decay_figure",
+        match=r"fig must be None or a figure returned by explorer_frames.rope_decay_figure",
     ):
-        explorer_figures.rope_decay_figure([1.0, 2.0], [1.0, 0.5], marker=(1.0, 1.0), fig=fig)
+        explorer_frames.rope_decay_figure([1.0, 2.0], [1.0, 0.5], marker=(1.0, 1.0), fig=fig)
 
 
 # ------------------------------------------------------------------ the position-loss explorer
@@ -804,9 +805,9 @@ def test_loss_explorer_live_shows_the_same_curves(loss_static):
     e.set(method="b", factor=8, fine_tune_steps=0)
     incremental = e.figure_png()
     e._fig._posenc_artists["background"] = None
-    from posenc_core.book import explorer_figures
+    from posenc_core.book.figures import explorer_frames
 
-    assert explorer_figures.figure_png(e._fig, dpi=widgets.LIVE_DPI) == incremental
+    assert explorer_frames.figure_png(e._fig, dpi=widgets.LIVE_DPI) == incremental
     art = e._fig._posenc_artists
     np.testing.assert_array_equal(art["line"].get_ydata(), e.data["mean"])
 
@@ -844,16 +845,16 @@ def test_loss_explorer_draws_each_curves_own_reference():
 def test_chapter_7_explorer_fits_its_page_with_the_scaling_explorer(static):
     """Chapter 7 shows the rope-scaling explorer and the method explorer built from the
     committed study; their frames share the page's budget."""
-    from posenc_core.book import lm_study
+    from posenc_core.book.studies import lm_study
 
     r = lm_study.load_results()
-    curves = {("none", None, None): lm_study.scheme_curves(r, "rope")}
+    curves = {("none", None, None): lm_curves.scheme_curves(r, "rope")}
     for m in lm_study.METHODS:
         for s in r["config"]["factors"]:
-            curves[m, s, 0] = lm_study.method_curves(r, m, s)
+            curves[m, s, 0] = lm_curves.method_curves(r, m, s)
     for m in r["config"]["finetune_methods"]:
         for n in r["config"]["finetune_steps"]:
-            curves[m, 4, n] = lm_study.finetune_curves(r, m, n)
+            curves[m, 4, n] = lm_curves.finetune_curves(r, m, n)
     e = widgets.position_loss_explorer(
         curves, train_len=64, controls=("method", "factor", "fine-tune steps"), mode="static"
     )

@@ -7,7 +7,7 @@ page without a visual, and search.
   and opens at its drawn size on a tap. (Inline code and sideways scrolling at 390 px:
   test_layout.py.)
 - Figures (1280 px): every figure a chapter shows carries its smallest text size in points
-  (posenc_core.book.viz.figure_for_display writes it into the PNG); shown at the width the
+  (posenc_core.book.figures.figure_for_display writes it into the PNG); shown at the width the
   page gives it, that text is at least MIN_TEXT_PX CSS pixels, and the PNG holds at least
   twice the pixels it is shown at.
 - Tables (1280 px): every table has a numbered caption, fits the column without scrolling
@@ -212,7 +212,7 @@ FIGURES = """() => [...document.querySelectorAll('article img')]
 
 @pytest.mark.parametrize("page_name", ["intro", *(f"chapters/{c}" for c in CHAPTERS)])
 def test_figure_text_is_readable_and_sharp(desktop, page_name):
-    from posenc_core.book.viz import TEXT_SIZE_KEY
+    from posenc_core.book.figures import TEXT_SIZE_KEY
 
     found = desktop(f"{page_name}.html")
     figures = found["figures"]
@@ -223,7 +223,7 @@ def test_figure_text_is_readable_and_sharp(desktop, page_name):
         facts = png_facts((HTML / served).read_bytes())
         name = f"{fig['caption'].strip() or pathlib.Path(served).name[:12]}"
         if TEXT_SIZE_KEY not in facts["text"]:
-            problems.append(f"{name}: no {TEXT_SIZE_KEY} (not drawn by posenc_core.book.viz?)")
+            problems.append(f"{name}: no {TEXT_SIZE_KEY} (not drawn by posenc_core.book.figures?)")
             continue
         pt = float(facts["text"][TEXT_SIZE_KEY])
         scale = fig["shown"] / fig["natural"]
@@ -413,7 +413,7 @@ def explorer_frames(html: str) -> list[bytes]:
 @pytest.mark.parametrize("chapter", CHAPTERS)
 def test_explorer_frames_are_shown_at_their_drawn_size_with_readable_text(desktop, chapter):
     """Frames are drawn at 72 px per inch and shown unscaled: one CSS px per point."""
-    from posenc_core.book.viz import TEXT_SIZE_KEY
+    from posenc_core.book.figures import TEXT_SIZE_KEY
 
     html = (HTML / "chapters" / f"{chapter}.html").read_text(encoding="utf-8")
     frames = explorer_frames(html)

@@ -20,10 +20,10 @@ PACKAGE = pathlib.Path(pc.__file__).parent
 
 PUBLIC = [
     "SinusoidalPositionalEncoding",
-    "frequencies",
+    "sinusoidal_frequencies",
     "sinusoidal_encoding",
     "sinusoidal_table",
-    "wavelengths",
+    "sinusoidal_wavelengths",
     "rotation_matrix",
     "shift_matrix",
     "LearnedPositionalEmbedding",
@@ -166,12 +166,12 @@ def test_every_public_name_has_a_house_style_docstring():
 # --------------------------------------------------------------------------- the two layers
 
 FORBIDDEN = {
-    "matplotlib": "figures live in posenc_core.book.viz",
+    "matplotlib": "figures live in posenc_core.book.figures",
     "ipywidgets": "widgets live in posenc_core.book.widgets",
     "IPython": "notebook display lives in posenc_core.book",
-    "safetensors": "checkpoint files are read in posenc_core.book.checkpoints",
-    "urllib": "downloads live in posenc_core.book.checkpoints",
-    "http": "downloads live in posenc_core.book.checkpoints",
+    "safetensors": "checkpoint files are read in posenc_core.book.sources.minilm",
+    "urllib": "downloads live in posenc_core.book.sources.minilm",
+    "http": "downloads live in posenc_core.book.sources.minilm",
 }
 ALLOWED_THIRD_PARTY = {"torch", "numpy"}
 
@@ -216,8 +216,8 @@ def test_the_core_never_imports_the_book_layer_or_plotting():
     problems = [problem for path in core for problem in _import_problems(path)]
     assert problems == [], "\n".join(problems)
     # the scan does see such imports: the book layer has them
-    viz = _import_problems(PACKAGE / "book" / "viz.py")
-    assert any("imports matplotlib" in p for p in viz), viz
+    style = _import_problems(PACKAGE / "book" / "figures" / "style.py")
+    assert any("imports matplotlib" in p for p in style), style
 
 
 def test_py_typed_marker_ships():

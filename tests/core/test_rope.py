@@ -665,7 +665,8 @@ def test_unscaled_frequencies_are_the_sinusoidal_frequencies():
     for head_dim in list(range(2, 130, 2)) + [192, 256, 512]:
         for base in (1.0001, 2.0, 10.0, 1234.5, 10000.0, 500000.0, 1e6, 1e9):
             assert torch.equal(
-                pc.rope_frequencies(head_dim, base=base), pc.frequencies(head_dim, base=base)
+                pc.rope_frequencies(head_dim, base=base),
+                pc.sinusoidal_frequencies(head_dim, base=base),
             )
 
 
@@ -712,13 +713,35 @@ def test_a_rope_scaling_and_its_dict_give_the_same_numbers(scaling):
         assert torch.equal(a, b)
 
 
+@pytest.mark.parametrize("scaling", STATIC_SCALINGS[1:], ids=SCALING_IDS[1:])
+def test_set_scaling_gives_the_module_built_with_that_scaling(scaling):
+    """Switching a module's scaling after its tables were cached (a trained model switched to PI
+    or YaRN at inference) gives what a module built with the scaling gives, and back again."""
+    q = randn(1, 2, 40, 16, seed=41, dtype=torch.float32)
+    module = pc.RotaryEmbedding(16)
+    plain = module(q, q)  # fills the cache for positions 0 .. 39
+    module.set_scaling(scaling)
+    for a, b in zip(module(q, q), pc.RotaryEmbedding(16, scaling=scaling)(q, q)):
+        assert torch.equal(a, b)
+    module.set_scaling(None)
+    for a, b in zip(module(q, q), plain):
+        assert torch.equal(a, b)
+
+
+def test_set_scaling_refuses_what_the_constructor_refuses_and_keeps_the_old_one():
+    module = pc.RotaryEmbedding(16, scaling={"rope_type": "linear", "factor": 2.0})
+    with pytest.raises(ValueError, match="factor"):
+        module.set_scaling({"rope_type": "linear", "factor": -1.0})
+    assert module.scaling == pc.rope.parse_scaling({"rope_type": "linear", "factor": 2.0})
+
+
 def test_a_new_rope_type_is_one_function_and_one_table_entry(monkeypatch):
     """Registering a function in VARIANTS is all it takes: parse_scaling accepts the type, and
     rope_frequencies, rope_cos_sin and RotaryEmbedding use it (here theta_i / factor**2)."""
     from posenc_core.rope import scaling as scaling_mod
 
     def squared_inv_freq(base, head_dim, scaling, seq_len):
-        return pc.frequencies(head_dim, base=base) / scaling.factor**2
+        return pc.sinusoidal_frequencies(head_dim, base=base) / scaling.factor**2
 
     monkeypatch.setitem(
         scaling_mod.VARIANTS, "squared", scaling_mod.Variant(squared_inv_freq, ("factor",))

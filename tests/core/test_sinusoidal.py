@@ -75,14 +75,14 @@ def test_low_precision_tables_are_correctly_rounded_everywhere():
 
 def test_frequencies_are_geometric_from_one():
     d, base = 128, 10000.0
-    omega = pc.frequencies(d, base=base)
+    omega = pc.sinusoidal_frequencies(d, base=base)
     assert omega.shape == (64,) and omega.dtype == torch.float64
     assert omega[0].item() == 1.0
     ratios = omega[1:] / omega[:-1]
     torch.testing.assert_close(
         ratios, torch.full_like(ratios, base ** (-2 / d)), rtol=1e-13, atol=0
     )
-    lam = pc.wavelengths(d, base=base)
+    lam = pc.sinusoidal_wavelengths(d, base=base)
     assert math.isclose(lam[0].item(), 2 * math.pi, rel_tol=1e-15)
     assert math.isclose(lam[-1].item(), 2 * math.pi * base ** ((d - 2) / d), rel_tol=1e-12)
 
@@ -117,7 +117,9 @@ def test_wavelengths_grow_geometrically_from_two_pi():
         expected = torch.tensor(
             [2 * math.pi * base ** (2 * i / d) for i in range(d // 2)], dtype=torch.float64
         )
-        torch.testing.assert_close(pc.wavelengths(d, base=base), expected, rtol=1e-13, atol=0)
+        torch.testing.assert_close(
+            pc.sinusoidal_wavelengths(d, base=base), expected, rtol=1e-13, atol=0
+        )
 
 
 def test_device_may_be_a_string_or_a_device():
@@ -128,7 +130,7 @@ def test_device_may_be_a_string_or_a_device():
 
 @pytest.mark.parametrize("base", [10.0, 100.0, 10000.0, 500000.0])
 def test_highest_frequency_is_one_radian_whatever_the_base(base):
-    assert pc.frequencies(64, base=base)[0].item() == 1.0
+    assert pc.sinusoidal_frequencies(64, base=base)[0].item() == 1.0
 
 
 def test_bounded_values_and_constant_norm():
@@ -250,15 +252,15 @@ def test_bad_arguments(kwargs, exc, match):
 @pytest.mark.parametrize(
     "call, exc, match",
     [
-        (lambda: pc.frequencies(7), ValueError, "d_model.*even.*7"),
-        (lambda: pc.frequencies(0), ValueError, "d_model.*positive.*0"),
-        (lambda: pc.frequencies(True), TypeError, "d_model.*bool True"),
-        (lambda: pc.frequencies(8, base=1.0), ValueError, "base.*greater than 1.*1.0"),
-        (lambda: pc.frequencies(8, base=None), TypeError, "base.*NoneType None"),
-        (lambda: pc.wavelengths(9), ValueError, "d_model.*even.*9"),
-        (lambda: pc.wavelengths(8.0), TypeError, "d_model.*float 8.0"),
-        (lambda: pc.wavelengths(8, base=float("nan")), ValueError, "base.*finite.*nan"),
-        (lambda: pc.wavelengths(8, base="10000"), TypeError, "base.*str '10000'"),
+        (lambda: pc.sinusoidal_frequencies(7), ValueError, "d_model.*even.*7"),
+        (lambda: pc.sinusoidal_frequencies(0), ValueError, "d_model.*positive.*0"),
+        (lambda: pc.sinusoidal_frequencies(True), TypeError, "d_model.*bool True"),
+        (lambda: pc.sinusoidal_frequencies(8, base=1.0), ValueError, "base.*greater than 1.*1.0"),
+        (lambda: pc.sinusoidal_frequencies(8, base=None), TypeError, "base.*NoneType None"),
+        (lambda: pc.sinusoidal_wavelengths(9), ValueError, "d_model.*even.*9"),
+        (lambda: pc.sinusoidal_wavelengths(8.0), TypeError, "d_model.*float 8.0"),
+        (lambda: pc.sinusoidal_wavelengths(8, base=float("nan")), ValueError, "base.*finite.*nan"),
+        (lambda: pc.sinusoidal_wavelengths(8, base="10000"), TypeError, "base.*str '10000'"),
         (lambda: pc.sinusoidal_encoding([0, 1], 8, device="foo"), ValueError, "device.*'foo'"),
         (lambda: pc.sinusoidal_encoding([0, 1], 8, device=0.5), TypeError, "device.*float 0.5"),
         (
@@ -334,7 +336,8 @@ def test_the_module_repr_fits_the_books_code_column():
 FIRST_CALL = """
 import math, torch, posenc_core as pc
 table = pc.sinusoidal_table(1004, 16, dtype=torch.float64)  # the first sin/cos of the process
-exact = torch.tensor([[f(p * w) for w in pc.frequencies(16).tolist() for f in (math.sin, math.cos)]
+omega = pc.sinusoidal_frequencies(16).tolist()
+exact = torch.tensor([[f(p * w) for w in omega for f in (math.sin, math.cos)]
                       for p in range(1004)], dtype=torch.float64)
 print((table - exact).abs().max().item())
 """

@@ -1,4 +1,4 @@
-"""Tests for posenc_core.xpos: xPos (Sun et al. 2022) against rotary-embedding-torch 0.9.1,
+"""Tests for posenc_core.rope.xpos: xPos (Sun et al. 2022) against rotary-embedding-torch 0.9.1,
 against the paper's formula written out here in float64, and its properties (scores depend on
 n - m only, with RoPE's pair scores times zeta_i ** ((n - m) / B); the centre changes no score
 but decides where a dtype overflows)."""
@@ -15,7 +15,7 @@ from rotary_embedding_torch import RotaryEmbedding as RetRotaryEmbedding
 from posenc_core._numerics import round_once
 from posenc_core.analysis import rope_score_vs_distance
 from posenc_core.rope import RotaryEmbedding
-from posenc_core.xpos import (
+from posenc_core.rope.xpos import (
     XPosEmbedding,
     xpos_overflow_position,
     xpos_scales,

@@ -1,9 +1,9 @@
-"""The byte-level causal language model (posenc_core.book.lm)."""
+"""The byte-level causal language model (posenc_core.book.models.byte_lm)."""
 
 import pytest
 import torch
 
-from posenc_core.book.lm import SCHEMES, ByteLM
+from posenc_core.book.models.byte_lm import SCHEMES, ByteLM
 from posenc_core.rope import RopeScaling, RotaryEmbedding
 
 
@@ -88,8 +88,8 @@ def test_bad_arguments_raise():
 
 def test_xpos_scheme_is_the_core_xpos_to_float32_rounding():
     """ByteLM's xPos path (cached float32 rotation times the scale tables) computes what
-    posenc_core.xpos.XPosEmbedding, the float64 reference, computes."""
-    from posenc_core.xpos import XPosEmbedding
+    posenc_core.rope.xpos.XPosEmbedding, the float64 reference, computes."""
+    from posenc_core.rope.xpos import XPosEmbedding
 
     torch.manual_seed(0)
     m = ByteLM("xpos", xpos_scale_base=32.0)

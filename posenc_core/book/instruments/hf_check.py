@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from ..rope.module import RotaryEmbedding
+from posenc_core.rope.module import RotaryEmbedding
 
 __all__ = ["max_logit_difference"]
 

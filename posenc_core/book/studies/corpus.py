@@ -1,6 +1,7 @@
 """The language-model corpus: the Python source of Pygments 2.21.0, as bytes, split by file.
 
-**Why this corpus.** The language-model study (:mod:`posenc_core.book.lm_study`) needs real text
+**Why this corpus.** The language-model study (:mod:`posenc_core.book.studies.lm_study`) needs real
+text
 that no one here wrote, that installs offline from a registry at a pinned version, and that gives
 position real work: Python source does, with indentation that must match the enclosing block,
 brackets that must close, and long regular-expression tables whose columns line up. Pygments
@@ -46,8 +47,8 @@ import pathlib
 
 import torch
 
-from .. import _validation as check
-from . import DATA
+from posenc_core import _validation as check
+from posenc_core.book import DATA
 
 __all__ = [
     "PYGMENTS_VERSION",
@@ -199,7 +200,7 @@ def _read_verified(path: pathlib.Path, expected: str) -> bytes:
         raise ValueError(
             f"refusing {path}: its SHA-256 is {actual}, expected {expected} (the held-out "
             f"excerpt of Pygments {PYGMENTS_VERSION}); it was changed or truncated: restore it "
-            "with git or rewrite it with posenc_core.book.corpus.write_excerpt()"
+            "with git or rewrite it with posenc_core.book.studies.corpus.write_excerpt()"
         )
     return data
 

@@ -4,12 +4,14 @@ Barbero et al. (ICLR 2025, "Round and Round We Go! What makes Rotary Positional 
 useful?") report that Gemma 7B puts most of its query/key norm in the lowest frequencies, which
 act as nearly position-free "semantic" channels, and builds its positional heads (attending to a
 fixed offset, such as the previous token) from the highest ones. This module measures the same
-quantities on the book's :class:`~posenc_core.book.lm.ByteLM` RoPE models, and runs the ablation
+quantities on the book's :class:`~posenc_core.book.models.byte_lm.ByteLM` RoPE models, and runs the
+ablation
 that tests the claim:
 
 * :func:`captured_attention`: every layer's queries and keys before and after rotation, and the
   attention weights, for a batch of held-out windows (through
-  :func:`~posenc_core.book.debugging.forward`, so nothing is re-implemented).
+  :meth:`ByteLM.forward <posenc_core.book.models.byte_lm.ByteLM.forward>`, so nothing is
+  re-implemented).
 * :func:`pair_norms`: the mean norm of each frequency pair of the queries and keys, per layer and
   head (pair i holds dims i and i + d_h/2, frequency theta_i = base**(-2i/d_h), fastest first).
 * :func:`offset_profile` and :func:`positional_share`: the mean attention weight at each offset,
@@ -18,7 +20,7 @@ that tests the claim:
 * :func:`without_pairs`: a rotation that leaves chosen pairs unrotated (theta = 0), as p-RoPE
   (Barbero et al.) does for the lowest frequencies, for the ablation.
 
-Book layer: imports the core, :mod:`posenc_core.book.debugging`, torch and numpy. Shapes:
+Book layer: imports the core, :mod:`posenc_core.book.instruments.bugs`, torch and numpy. Shapes:
 b = windows, h = heads, s = positions, d_h = head width, n = d_h / 2 pairs, l = layers.
 """
 
@@ -29,9 +31,9 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from .. import _validation as check
-from .debugging import Rotate, forward, rotation_by
-from .lm import ByteLM
+from posenc_core import _validation as check
+from posenc_core.book.instruments.bugs import rotation_by
+from posenc_core.book.models.byte_lm import ByteLM, Rotate
 
 __all__ = [
     "captured_attention",
@@ -58,10 +60,11 @@ def captured_attention(
     """Queries, keys and attention weights of every layer, for one batch.
 
     Args:
-        model: a RoPE :class:`~posenc_core.book.lm.ByteLM` (half-split layout).
+        model: a RoPE :class:`~posenc_core.book.models.byte_lm.ByteLM` (half-split layout).
         tokens: int64 ``(b, s)``.
-        rotate: the rotation to use (see :func:`~posenc_core.book.debugging.forward`); None:
-            the model's own.
+        rotate: the rotation to use (see
+            :meth:`ByteLM.forward <posenc_core.book.models.byte_lm.ByteLM.forward>`); None: the
+            model's own.
 
     Returns:
         a list with one dict per layer, holding ``"q"``, ``"k"`` before rotation and
@@ -79,7 +82,7 @@ def captured_attention(
         return q_rot, k_rot
 
     with torch.no_grad():
-        forward(model, tokens, rotate=spy)
+        model(tokens, rotate=spy)
         s = tokens.shape[1]
         future = torch.ones(s, s, dtype=torch.bool).triu(1)
         for layer in layers:
@@ -174,13 +177,13 @@ def without_pairs(model: ByteLM, pairs: Sequence[int], n_positions: int) -> Rota
     highest ones is the opposite ablation.
 
     Args:
-        model: a RoPE :class:`~posenc_core.book.lm.ByteLM` rotating its whole head.
+        model: a RoPE :class:`~posenc_core.book.models.byte_lm.ByteLM` rotating its whole head.
         pairs: pair indices 0 .. n-1 to leave unrotated (0 is the fastest).
         n_positions: the longest sequence the rotation will see.
 
     Returns:
-        a :data:`~posenc_core.book.debugging.Rotate` for
-        :func:`~posenc_core.book.debugging.forward`.
+        a :data:`~posenc_core.book.models.byte_lm.Rotate` for
+        :meth:`ByteLM.forward <posenc_core.book.models.byte_lm.ByteLM.forward>`.
     """
     model = _rope_model(model)
     rope = model.rope

@@ -15,7 +15,7 @@ the library versions. :func:`is_stale` says when it no longer describes them, an
 ``tests/book/test_evaluations.py`` fails then; it also recomputes a sample of the committed
 curves and compares them within a tolerance (the numbers, not one machine's rounding).
 
-Command line: ``python -m posenc_core.book.evaluations`` (writes :data:`RESULTS_FILE`).
+Command line: ``python -m posenc_core.book.studies.evaluations`` (writes :data:`RESULTS_FILE`).
 
 Book layer: imports the core, torch, numpy, safetensors (through the checkpoint loader) and the
 standard library. Notation for tensor shapes: S = seeds, P = positions of a window.
@@ -28,7 +28,6 @@ import functools
 import hashlib
 import json
 import pathlib
-import platform
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -37,9 +36,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from . import DATA, corpus, lm_study
-from . import debugging as dbg
-from . import frequency_use as fu
+from posenc_core.book import DATA
+from posenc_core.book.instruments import bugs as dbg
+from posenc_core.book.instruments import frequency_use as fu
+from posenc_core.book.studies import corpus, lm_study, provenance
 
 __all__ = [
     "CODE_MODULES",
@@ -61,9 +61,9 @@ RESULTS_FILE = DATA / "evaluations.json"
 """Where ``make study`` writes the measurements (in :data:`posenc_core.book.DATA`)."""
 
 CODE_MODULES = (
-    "book.evaluations",
-    "book.debugging",
-    "book.frequency_use",
+    "book.studies.evaluations",
+    "book.instruments.bugs",
+    "book.instruments.frequency_use",
     *lm_study.CODE_MODULES,
     "positions",
 )
@@ -91,7 +91,8 @@ _DIGITS = 6  # losses (nats, about 1 to 6) are stored to 1e-6, far below the 3 d
 
 
 def trained_models() -> dict[str, list]:
-    """The committed models the bugs run on, by :attr:`~posenc_core.book.debugging.Bug.model`:
+    """The committed models the bugs run on, by
+    :attr:`~posenc_core.book.instruments.bugs.Bug.model`:
     ``"rope"`` (seeds 0, 1, 2), ``"rope-r8"`` (partial rotary, seeds 0, 1, 2) and
     ``"learned"`` (seed 0)."""
     return {
@@ -104,13 +105,13 @@ def trained_models() -> dict[str, list]:
 def bug_curves(
     models: Mapping[str, Sequence] | None = None, bugs: Sequence[str] | None = None
 ) -> dict[str, dict[str, np.ndarray]]:
-    """Chapter 8's measurement: :func:`~posenc_core.book.debugging.bug_curves` of ``bugs``
+    """Chapter 8's measurement: :func:`~posenc_core.book.instruments.bugs.bug_curves` of ``bugs``
     (default: every one) on the held-out excerpt, :data:`BUG_WINDOWS` windows
     (:data:`CACHE_WINDOWS` for the decoding bugs).
 
     Args:
         models: as :func:`trained_models` returns (None: load them).
-        bugs: keys of :data:`~posenc_core.book.debugging.BUGS` (None: all, in order).
+        bugs: keys of :data:`~posenc_core.book.instruments.bugs.BUGS` (None: all, in order).
 
     Returns:
         key -> ``{"broken": (S, P), "correct": (S, P)}`` float64 arrays, nats.
@@ -131,7 +132,8 @@ def ablation_curves(
 ) -> dict[str, np.ndarray]:
     """Chapter 9's ablation: the loss per position of the RoPE models on every whole
     ``8L`` window of the excerpt, with the pairs of each ablation left unrotated
-    (:func:`~posenc_core.book.frequency_use.without_pairs`), and as trained (``"none"``).
+    (:func:`~posenc_core.book.instruments.frequency_use.without_pairs`), and as trained
+    (``"none"``).
 
     Args:
         rope: the RoPE models, one per seed (None: the committed seeds 0, 1, 2).
@@ -147,7 +149,7 @@ def ablation_curves(
     def curves(pairs: Sequence[int]) -> np.ndarray:
         out = []
         for m in rope:
-            run = functools.partial(dbg.forward, m, rotate=fu.without_pairs(m, pairs, length))
+            run = functools.partial(m, rotate=fu.without_pairs(m, pairs, length))
             out.append(dbg.position_loss(run, text, length))  # every whole window
         return np.stack(out)
 
@@ -202,14 +204,10 @@ def run_evaluations(
     finally:
         torch.set_num_threads(old)
     results = {
-        "code_hashes": lm_study.code_hashes(CODE_MODULES),
+        "code_hashes": provenance.source_keys(CODE_MODULES),
         "inputs": _inputs(),
         "settings": _settings(),
-        "versions": {
-            "torch": torch.__version__,
-            "numpy": np.__version__,
-            "python": platform.python_version(),
-        },
+        "versions": provenance.library_versions(),
         "threads": threads if threads is not None else old,
         "seconds": {"bugs": round(bug_seconds, 1), "all": round(seconds, 1)},
         "bugs": {
@@ -239,7 +237,7 @@ def load_bug_curves(
 
     Returns:
         key -> ``{"broken": (S, P), "correct": (S, P)}`` float64 arrays, in the order of
-        :data:`~posenc_core.book.debugging.BUGS`.
+        :data:`~posenc_core.book.instruments.bugs.BUGS`.
     """
     res = results if isinstance(results, Mapping) else load_results(results)
     return {
@@ -267,8 +265,7 @@ def is_stale(results: Mapping[str, Any]) -> list[str]:
     """Why a results file no longer describes the code, the checkpoints, the excerpt or the
     settings (empty list: it does)."""
     problems = []
-    recorded = results.get("code_hashes", {})
-    changed = [m for m, h in lm_study.code_hashes(CODE_MODULES).items() if recorded.get(m) != h]
+    changed = provenance.changed_modules(results.get("code_hashes", {}), CODE_MODULES)
     if changed:
         problems.append(f"code changed since the measurements ran (modules: {', '.join(changed)})")
     now = _inputs()
@@ -284,7 +281,7 @@ def is_stale(results: Mapping[str, Any]) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line: compute the measurements and write them."""
     p = argparse.ArgumentParser(
-        prog="python -m posenc_core.book.evaluations", description=__doc__.splitlines()[0]
+        prog="python -m posenc_core.book.studies.evaluations", description=__doc__.splitlines()[0]
     )
     p.add_argument("--out", default=None, help="results JSON to write (default: the committed one)")
     p.add_argument("--threads", type=int, default=2)

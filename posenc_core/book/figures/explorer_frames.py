@@ -5,7 +5,7 @@ Each function draws a new figure or, given the figure it returned before (``fig=
 that figure's artists in place; the layout is computed once, when the figure is created.
 :func:`figure_png` then redraws only the artists that change on top of a cached picture of the
 rest (axes, ticks, labels, colour bars) while the axes limits stay the same. The chapters' own
-figures are in :mod:`posenc_core.book.viz`, whose palette and helpers these share.
+figures are in :mod:`posenc_core.book.figures`, whose palette and helpers these share.
 
 This module imports matplotlib; the numerical core never imports it.
 """
@@ -19,8 +19,27 @@ import numpy as np
 import torch
 from matplotlib.figure import Figure
 
-from .. import _validation as check
-from .viz import DIVERGING, OKABE_ITO, TEXT_SIZE_KEY, _drawn_text_pt, _figure, _np
+from posenc_core import _validation as check
+from posenc_core.book.figures.style import (
+    DIVERGING,
+    OKABE_ITO,
+    TEXT_SIZE_KEY,
+    as_numpy,
+    drawn_text_pt,
+    new_figure,
+)
+
+__all__ = [
+    "EXPLORER_MIN_PT",
+    "figure_png",
+    "fingerprint_figure",
+    "base_figure",
+    "circle_shift_figure",
+    "rope_decay_figure",
+    "rope_scaling_figure",
+    "position_band_figure",
+    "patch_scores_figure",
+]
 
 EXPLORER_MIN_PT = 9.0
 """Smallest text of the explorers' figures. Their frames are shown at 72 px per inch, one
@@ -82,11 +101,11 @@ def figure_png(fig: Figure, *, dpi: float = 72.0, colors: int | None = None) -> 
     from PIL.PngImagePlugin import PngInfo
 
     image = Image.fromarray(np.asarray(canvas.buffer_rgba())[..., :3])
-    # the smallest text, in points (as viz.figure_for_display records it), so that a test of
+    # the smallest text, in points (as figures.figure_for_display records it), so that a test of
     # the built page can check what a reader sees; the figure was just drawn, so its tick
     # labels exist
     info = PngInfo()
-    info.add_text(TEXT_SIZE_KEY, f"{_drawn_text_pt(fig):g}")
+    info.add_text(TEXT_SIZE_KEY, f"{drawn_text_pt(fig):g}")
     buf = io.BytesIO()
     if colors is None:
         image.save(buf, format="png", compress_level=1, pnginfo=info)
@@ -104,7 +123,7 @@ def _explorer_artists(fig: Figure | None, kind: str) -> dict | None:
         return None
     artists = getattr(fig, "_posenc_artists", None)
     if not isinstance(artists, dict) or artists.get("kind") != kind:
-        raise ValueError(f"fig must be None or a figure returned by explorer_figures.{kind}")
+        raise ValueError(f"fig must be None or a figure returned by explorer_frames.{kind}")
     return artists
 
 
@@ -145,7 +164,7 @@ def fingerprint_figure(
     Returns:
         the figure (``fig`` itself when given).
     """
-    data = _np(table)
+    data = as_numpy(table)
     if data.ndim != 2:
         raise ValueError(f"table must have shape (n, d), got {data.shape}")
     n, d = data.shape
@@ -153,7 +172,9 @@ def fingerprint_figure(
     art = _explorer_artists(fig, "fingerprint_figure")
     new = art is None
     if new:
-        fig, (ax, prof) = _figure(width, height, nrows=2, gridspec_kw={"height_ratios": [3, 1.2]})
+        fig, (ax, prof) = new_figure(
+            width, height, nrows=2, gridspec_kw={"height_ratios": [3, 1.2]}
+        )
         im = ax.imshow(
             data, aspect="auto", interpolation="nearest", cmap=DIVERGING, vmin=-1, vmax=1
         )
@@ -230,7 +251,12 @@ def base_figure(
     Returns:
         the figure (``fig`` itself when given).
     """
-    data, wl, k, sim = _np(table), _np(wavelength), _np(offsets), _np(similarity)
+    data, wl, k, sim = (
+        as_numpy(table),
+        as_numpy(wavelength),
+        as_numpy(offsets),
+        as_numpy(similarity),
+    )
     if data.ndim != 2:
         raise ValueError(f"table must have shape (n, d), got {data.shape}")
     n, d = data.shape
@@ -299,8 +325,8 @@ def base_figure(
     art["sim_line"].set_data(k, sim)
     low = float(sim.min())
     if reference is not None:
-        art["ref_wave"].set_data(pairs, _np(reference["wavelength"]))
-        ref = _np(reference["similarity"])
+        art["ref_wave"].set_data(pairs, as_numpy(reference["wavelength"]))
+        ref = as_numpy(reference["similarity"])
         art["ref_sim"].set_data(k, ref)
         low = min(low, float(ref.min()))
     art["ref_wave"].set_visible(reference is not None)
@@ -329,7 +355,7 @@ def circle_shift_figure(
     turn omega * k between them, and the 2x2 block of the shift matrix M_k.
 
     A point (sin, cos) is drawn at x = cos, y = sin, as in
-    :func:`~posenc_core.book.viz.unit_circle_figure`, so
+    :func:`~posenc_core.book.figures.unit_circle_figure`, so
     position p sits at angle omega * p. Each start gets a colour: a dot at p, a square at
     p + k, spokes from the centre and an arc of the net turn (omega * k modulo one full turn).
 
@@ -347,7 +373,7 @@ def circle_shift_figure(
     Returns:
         the figure (``fig`` itself when given).
     """
-    m, p0, p1 = _np(matrix), _np(start_points), _np(end_points)
+    m, p0, p1 = as_numpy(matrix), as_numpy(start_points), as_numpy(end_points)
     starts = list(starts)
     if m.shape != (2, 2):
         raise ValueError(f"matrix must have shape (2, 2), got {m.shape}")
@@ -471,7 +497,7 @@ def rope_decay_figure(
     Returns:
         the figure (``fig`` itself when given).
     """
-    x, y = _np(distances), _np(score)
+    x, y = as_numpy(distances), as_numpy(score)
     if x.shape != y.shape or x.ndim != 1 or not (x > 0).all():
         raise ValueError(
             f"distances (positive) and score must be 1-D of one shape, got {x.shape} and {y.shape}"
@@ -479,7 +505,7 @@ def rope_decay_figure(
     art = _explorer_artists(fig, "rope_decay_figure")
     new = art is None
     if new:
-        fig, ax = _figure(width, height)
+        fig, ax = new_figure(width, height)
         (line,) = ax.plot([], [], color=OKABE_ITO[0], lw=1.1, label="score, q = k = all ones")
         (bline,) = ax.plot(
             [], [], color=OKABE_ITO[1], lw=1.4, ls="--", label="RoFormer's bound ÷ its value at 0"
@@ -514,7 +540,7 @@ def rope_decay_figure(
     art["line"].set_data(x, y)
     art["bound"].set_visible(bound is not None)
     if bound is not None:
-        art["bound"].set_data(x, _np(bound))
+        art["bound"].set_data(x, as_numpy(bound))
     md, ms = float(marker[0]), float(marker[1])
     art["vline"].set_xdata([md, md])
     art["dot"].set_data([md], [ms])
@@ -558,7 +584,7 @@ def rope_scaling_figure(
     Returns:
         the figure (``fig`` itself when given).
     """
-    x, y = _np(wavelength), _np(ratio)
+    x, y = as_numpy(wavelength), as_numpy(ratio)
     lines = dict(lines or {})
     if x.shape != y.shape or x.ndim != 1:
         raise ValueError(
@@ -569,7 +595,7 @@ def rope_scaling_figure(
     art = _explorer_artists(fig, "rope_scaling_figure")
     new = art is None
     if new:
-        fig, ax = _figure(width, height)
+        fig, ax = new_figure(width, height)
         ax.axhline(1.0, color=OKABE_ITO[2], ls="--", lw=1)
         ax.annotate(
             "kept (ratio 1)",
@@ -664,7 +690,7 @@ def position_band_figure(
 ) -> Figure:
     """One curve by position over seeds (mean line, min-max band), against a reference curve.
 
-    The inputs are what :func:`~posenc_core.book.viz.seed_band` returns; the training length
+    The inputs are what :func:`~posenc_core.book.figures.seed_band` returns; the training length
     [0, L) is shaded and the x ticks are multiples of L. The x range, the y limits, the legend
     and the reference's position are fixed when the figure is created (so frames compare).
 
@@ -682,7 +708,7 @@ def position_band_figure(
     Returns:
         the figure (``fig`` itself when given).
     """
-    xs, m, lo, hi = (_np(a) for a in (x, mean, low, high))
+    xs, m, lo, hi = (as_numpy(a) for a in (x, mean, low, high))
     if not (xs.ndim == 1 and xs.shape == m.shape == lo.shape == hi.shape and xs.size):
         raise ValueError(
             f"x, mean, low and high must be 1-D of one shape, got {xs.shape}, {m.shape}, "
@@ -692,21 +718,21 @@ def position_band_figure(
     art = _explorer_artists(fig, "position_band_figure")
     new = art is None
     if new:
-        from .viz import _length_ticks
+        from posenc_core.book.figures import length_ticks
 
-        fig, ax = _figure(width, height)
+        fig, ax = new_figure(width, height)
         n_pos = int(round(2 * xs[-1] - xs[-2] + 1)) if xs.size > 1 else int(xs[-1]) + 1
         ax.axvspan(0, train_len, color="0.93", zorder=0, label=f"training length L = {train_len}")
         seeds = "seeds" if n_seeds is None else f"{n_seeds} seeds"
         if reference is not None:
-            rx, rm, rlo, rhi = (_np(a) for a in reference)
+            rx, rm, rlo, rhi = (as_numpy(a) for a in reference)
             ax.fill_between(rx, rlo, rhi, color="0.6", alpha=0.3, lw=0, zorder=1)
             ax.plot(rx, rm, color="black", ls="--", lw=1.2, zorder=2, label=reference_label)
         (line,) = ax.plot([], [], color=OKABE_ITO[0], lw=1.6, zorder=4, label=label)
         ax.fill_between(
             [], [], [], color=OKABE_ITO[0], alpha=0.25, lw=0, label=f"min-max over {seeds}"
         )  # fmt: skip (legend entry only)
-        _length_ticks(ax, train_len, n_pos)
+        length_ticks(ax, train_len, n_pos)
         if ylim is None:
             both = [lo, hi] + ([rlo, rhi] if reference is not None else [])
             a, b = float(min(v.min() for v in both)), float(max(v.max() for v in both))
@@ -767,7 +793,7 @@ def patch_scores_figure(
     """
     from matplotlib.patches import Rectangle
 
-    gs = [_np(g) for g in grids]
+    gs = [as_numpy(g) for g in grids]
     if not gs or any(g.ndim != 2 or g.shape != gs[0].shape for g in gs):
         raise ValueError(f"grids must be (h, w) arrays of one shape, got {[g.shape for g in gs]}")
     if len(titles) != len(gs):
@@ -776,7 +802,7 @@ def patch_scores_figure(
     art = _explorer_artists(fig, "patch_scores_figure")
     new = art is None
     if new:
-        fig, axes = _figure(width, height, ncols=len(gs))
+        fig, axes = new_figure(width, height, ncols=len(gs))
         axes = list(np.atleast_1d(axes))
         images, marks = [], []
         for ax, g, t in zip(axes, gs, titles):

@@ -23,10 +23,11 @@ positions inside the training length (< L) and beyond it are never averaged toge
 * ``"reverse"`` (output i gives token n - 1 - i) and ``"swap"`` (pairs 0-1, 2-3, ... trade
   places) are available for experiments in the encoder only: their answer lies in the future
   (token n - 1 - i, token i + 1), which a causal decoder cannot see, so the study never trains
-  them causally (:data:`CAUSAL_TASKS`).
+  them causally (:data:`~posenc_core.book.studies.synthetic_tasks.CAUSAL_TASKS`).
 
 Initialisation follows the models that use each scheme, as
-:class:`~posenc_core.book.lm.ByteLM` does: GPT-2's (linear layers and embeddings N(0, 0.02),
+:class:`~posenc_core.book.models.byte_lm.ByteLM` does: GPT-2's (linear layers and embeddings N(0,
+0.02),
 biases 0, the output projections of attention and MLP N(0, 0.02 / sqrt(2 n_layers))), the
 learned table N(0, 0.02) (BERT, GPT-2) with ``eval_factor * L`` rows (rows L .. 4L - 1 are never
 reached in training, so they keep their initial values), and for the sinusoidal scheme the token
@@ -36,15 +37,21 @@ and the table (entries of size 1) start on one scale.
 Without positions an encoder is permutation-equivariant (chapter 1), so neither task can be done
 above the best position-free guess. With only the symmetric ALiBi bias an encoder is still
 equivariant under **reversal** of the sequence, which caps both tasks near 50%:
-:func:`reversal_cap` computes the cap.
+:func:`~posenc_core.book.studies.synthetic_tasks.reversal_cap` computes the cap.
 
-:class:`StudyConfig` holds the configuration (checked once, when it is made); :func:`run_study`
-trains every (setting, task, scheme, seed) and returns a JSON-ready dict; :func:`runs_for`,
-:func:`position_accuracy`, :func:`band_accuracy`, :func:`training_curves` and
-:func:`accuracy_curves` read it; :func:`save_results` / :func:`load_results` write and read it
+:class:`StudyConfig` holds the configuration (checked once, when it is made);
+:func:`run_encoder_study`
+trains every (setting, task, scheme, seed) and returns a JSON-ready dict;
+:func:`~posenc_core.book.studies.encoder_results.runs_for`,
+:func:`~posenc_core.book.studies.encoder_results.position_accuracy`,
+:func:`~posenc_core.book.studies.encoder_results.band_accuracy`,
+:func:`~posenc_core.book.studies.encoder_results.training_curves` and
+:func:`~posenc_core.book.studies.encoder_results.accuracy_curves` read it; :func:`save_results` /
+:func:`load_results` write and read it
 with the code version (a SHA-256 of this module and the modules it builds on), the configuration,
 the seeds and the library versions. Run it from a shell with
-``python -m posenc_core.book.study --out FILE`` (``make study`` writes :data:`RESULTS_FILE`).
+``python -m posenc_core.book.studies.encoder_study --out FILE`` (``make study`` writes
+:data:`RESULTS_FILE`).
 
 Book layer: imports the core, torch, numpy and the standard library. Notation for tensor shapes:
 b = batch, s or n = sequence, d = d_model, V = vocabulary (input tokens), C = V + 1 output classes
@@ -54,11 +61,9 @@ b = batch, s or n = sequence, d = d_model, V = vocabulary (input tokens), C = V 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import math
 import pathlib
-import platform
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -70,34 +75,42 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .. import _validation as check
-from ..analysis import cosine_similarity_matrix, similarity_by_offset
-from ..attention import MultiHeadSelfAttention
-from ..learned import LearnedPositionalEmbedding
-from ..rope import RotaryEmbedding
-from ..sinusoidal import SinusoidalPositionalEncoding
-from . import DATA
+from posenc_core import _validation as check
+from posenc_core.analysis import cosine_similarity_matrix, similarity_by_offset
+from posenc_core.book import DATA
+from posenc_core.book.models.encoder import SCHEMES, TinyTransformer, parameter_counts
+from posenc_core.book.studies import provenance
+from posenc_core.book.studies.synthetic_tasks import CAUSAL_TASKS, TASKS, make_batch
 
-SCHEMES = ("none", "sinusoidal", "learned", "rope", "alibi")
-"""Positional schemes a :class:`TinyTransformer` accepts (and the study compares)."""
+__all__ = [
+    "SETTINGS",
+    "RESULTS_FILE",
+    "CODE_MODULES",
+    "StudyConfig",
+    "build_encoder",
+    "train_encoder",
+    "evaluate",
+    "table_summary",
+    "run_key",
+    "run_encoder_study",
+    "loss_blocks",
+    "code_hashes",
+    "code_version",
+    "save_results",
+    "load_results",
+    "is_stale",
+    "main",
+]
 
 SETTINGS = ("encoder", "decoder")
 """``"encoder"``: bidirectional attention; ``"decoder"``: causal attention."""
-
-TASKS = ("first", "lookback", "reverse", "swap")
-"""The synthetic tasks :func:`make_batch` can generate (the study uses ``first`` and
-``lookback``)."""
-
-CAUSAL_TASKS = ("first", "lookback")
-"""The tasks well posed in a causal decoder, whose target at position i is a token at or before i.
-(``reverse`` and ``swap`` ask for a later token, which a causal model never sees.)"""
-
 RESULTS_FILE = DATA / "learned_vs_fixed.json"
 """The committed results that chapter 5 reads (``make study`` writes them), in the package's data
 folder (:data:`posenc_core.book.DATA`), so they are installed with it."""
-
 CODE_MODULES = (
-    "book.study",
+    "book.studies.encoder_study",
+    "book.studies.synthetic_tasks",
+    "book.models.encoder",
     "attention",
     "rope",
     "alibi",
@@ -109,10 +122,6 @@ CODE_MODULES = (
 """posenc_core modules whose source determines the study's numbers (hashed into the code version;
 a package, such as ``rope``, counts with every module in its folder)."""
 
-INIT_STD = 0.02
-"""GPT-2's (and BERT's) initial standard deviation of weights, embeddings and the learned
-table."""
-
 
 @dataclass(frozen=True)
 class StudyConfig:
@@ -123,9 +132,11 @@ class StudyConfig:
 
     Args:
         settings: drawn from :data:`SETTINGS` (non-empty).
-        tasks: drawn from :data:`TASKS` (non-empty). In the ``"decoder"`` setting only those of
-            :data:`CAUSAL_TASKS` are run (the others are skipped: they are not well posed).
-        schemes: drawn from :data:`SCHEMES` (non-empty).
+        tasks: drawn from :data:`~posenc_core.book.studies.synthetic_tasks.TASKS` (non-empty). In
+            the ``"decoder"`` setting only those of
+            :data:`~posenc_core.book.studies.synthetic_tasks.CAUSAL_TASKS` are run (the others are
+            skipped: they are not well posed).
+        schemes: drawn from :data:`~posenc_core.book.models.encoder.SCHEMES` (non-empty).
         seeds: seeds (non-negative integers, non-empty); each seeds a model's initialisation,
             its training data and its evaluation data.
         train_len: longest training length L (training lengths are drawn from min_len .. L).
@@ -282,273 +293,24 @@ def _config(config: object) -> StudyConfig:
     return config
 
 
-# ----------------------------------------------------------------------------- tasks
-
-
-def target_index(task: str, length: int, k: int = 3) -> list[int | None]:
-    """Which input position each output position of a task copies (None: the NONE class).
-
-    Args:
-        task: one of :data:`TASKS`.
-        length: sequence length n >= 1.
-        k: the look-back distance of ``"lookback"``.
-
-    Returns:
-        list of n input positions, one per output position i (``first``, 0; ``lookback``,
-        i - k, or None for i < k; ``reverse``, n - 1 - i; ``swap``, i XOR 1, and the last
-        position of an odd length itself).
-    """
-    check.choice("task", task, TASKS)
-    n, k = check.positive_int("length", length), check.positive_int("k", k)
-    rule: dict[str, Callable[[int], int | None]] = {
-        "first": lambda i: 0,
-        "lookback": lambda i: i - k if i >= k else None,
-        "reverse": lambda i: n - 1 - i,
-        "swap": lambda i: min(i ^ 1, n - 1),
-    }
-    return [rule[task](i) for i in range(n)]
-
-
-def make_batch(
-    task: str, batch: int, length: int, vocab: int, generator: torch.Generator, *, k: int = 3
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """A batch of a synthetic task, drawn from ``generator``: uniform random tokens and, at
-    every position, the token :func:`target_index` names (or NONE, the class ``vocab``).
-
-    Args:
-        task: one of :data:`TASKS`.
-        batch: number of sequences b.
-        length: sequence length n >= 1.
-        vocab: number of input tokens V >= 2 (tokens 0 .. V-1).
-        generator: a CPU ``torch.Generator`` (the only source of randomness).
-        k: the look-back distance of ``"lookback"``, >= 1.
-
-    Returns:
-        ``(x, y)``: input tokens ``(b, n)`` and targets ``(b, n)`` in 0 .. V (int64, CPU).
-    """
-    batch = check.positive_int("batch", batch)
-    vocab = check.positive_int("vocab", vocab)
-    if vocab < 2:
-        raise ValueError(f"vocab must be >= 2, got {vocab}")
-    idx = target_index(task, length, k)
-    x = torch.randint(vocab, (batch, length), generator=generator)  # (b, n)
-    none = torch.tensor([j is None for j in idx])  # (n,)
-    gather = torch.tensor([0 if j is None else j for j in idx])  # (n,)
-    y = x[:, gather].masked_fill(none, vocab)  # (b, n)
-    return x, y
-
-
-def reversal_cap(task: str, length: int, vocab: int, k: int = 3) -> np.ndarray:
-    """The most a reversal-equivariant model can score, position by position, on average with
-    the mirror position.
-
-    An encoder whose only positional signal is symmetric ALiBi (bias ``-m|i-j|``, the same for
-    i - j = +t and -t) gives, at position i of the sequence x, exactly what it gives at position
-    n - 1 - i of the reversed sequence. Random tokens are as likely reversed as not, so the same
-    prediction must serve two targets: t(x, i) and the target at n - 1 - i of reversed x. One
-    prediction hits both only when they agree, which has probability q_i (1 if both are NONE or
-    the same input position, 1/V for two different random tokens, 0 for a token against NONE).
-    Hence ``acc(i) + acc(n - 1 - i) <= 1 + q_i``; the returned ``(1 + q_i) / 2`` bounds the
-    mean accuracy over any set of positions closed under the mirror (for example the whole
-    sequence). For ``first`` and ``lookback`` at n >> k it is about (1 + 1/V) / 2.
-
-    Args:
-        task: one of :data:`TASKS`.
-        length: sequence length n.
-        vocab: tokens V.
-        k: look-back distance.
-
-    Returns:
-        float64 array ``(n,)``.
-    """
-    vocab = check.positive_int("vocab", vocab)
-    idx = target_index(task, length, k)
-    n = len(idx)
-    q = []
-    for i in range(n):
-        a = idx[i]
-        b = None if idx[n - 1 - i] is None else n - 1 - idx[n - 1 - i]  # index into x
-        if a is None or b is None:
-            q.append(1.0 if a is None and b is None else 0.0)
-        else:
-            q.append(1.0 if a == b else 1.0 / vocab)
-    return (1.0 + np.array(q)) / 2.0
-
-
-# ----------------------------------------------------------------------------- model
-
-
-class _Block(nn.Module):
-    """Pre-LN Transformer block: x + attn(LN(x)), then x + MLP(LN(x))."""
-
-    def __init__(
-        self, d_model: int, n_heads: int, rope: RotaryEmbedding | None, alibi: bool
-    ) -> None:
-        super().__init__()
-        self.ln1, self.ln2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
-        self.attn = MultiHeadSelfAttention(d_model, n_heads, rope=rope, alibi=alibi)
-        self.mlp = nn.Sequential(
-            nn.Linear(d_model, 4 * d_model), nn.GELU(), nn.Linear(4 * d_model, d_model)
-        )
-
-    def forward(self, x: torch.Tensor, causal: bool) -> torch.Tensor:
-        x = x + self.attn(self.ln1(x), causal=causal)
-        return x + self.mlp(self.ln2(x))
-
-
-class TinyTransformer(nn.Module):
-    """A small pre-LN Transformer that predicts a class at every position.
-
-    Initialised as GPT-2 (nanoGPT's ``_init_weights``): linear weights and the token embedding
-    N(0, 0.02), biases 0, the output projections of attention and MLP N(0, 0.02 / sqrt(2
-    n_layers)), LayerNorms 1 and 0. With the sinusoidal scheme the token embedding is instead
-    N(0, 1/d) and multiplied by sqrt(d) at the input (Vaswani et al. 2017, Sec. 3.4), so that
-    tokens and table start on one scale (with 0.02 the table's entries, of size 1, outweigh the
-    tokens fifty to one; :class:`~posenc_core.book.lm.ByteLM` measured that this stalls
-    training).
-
-    Args:
-        vocab: number of input tokens V; the output has V + 1 classes (the tokens and NONE).
-        d_model: width (even; divisible by ``n_heads``).
-        n_heads: attention heads.
-        n_layers: blocks.
-        scheme: one of :data:`SCHEMES`. ``"sinusoidal"`` and ``"learned"`` add a table to the
-            token embeddings (:class:`~posenc_core.sinusoidal.SinusoidalPositionalEncoding`,
-            :class:`~posenc_core.learned.LearnedPositionalEmbedding`); ``"rope"`` rotates queries
-            and keys in every layer (:class:`~posenc_core.rope.RotaryEmbedding`); ``"alibi"``
-            adds ALiBi biases in every layer (symmetric ``-m|i-j|`` when bidirectional,
-            ``-m(i-j)`` with the mask when ``causal``); ``"none"`` uses no position at all.
-        max_len: rows of the learned table (longer inputs raise posenc_core's ``ValueError``);
-            rows precomputed by the sinusoidal module (longer ones come from the formula).
-        base: frequency base of the sinusoidal table and of RoPE.
-        causal: use a causal mask (default False: every position sees the whole sequence).
-        learned_init_std: standard deviation of the learned table's initial rows (0.02, BERT's
-            and GPT-2's).
-    """
-
-    def __init__(
-        self,
-        vocab: int,
-        d_model: int = 64,
-        n_heads: int = 4,
-        n_layers: int = 2,
-        *,
-        scheme: str = "sinusoidal",
-        max_len: int = 32,
-        base: float = 10000.0,
-        causal: bool = False,
-        learned_init_std: float = INIT_STD,
-    ) -> None:
-        super().__init__()
-        self.vocab = check.positive_int("vocab", vocab)
-        self.d_model = check.even_int("d_model", d_model)
-        n_heads, n_layers = (
-            check.positive_int("n_heads", n_heads),
-            check.positive_int("n_layers", n_layers),
-        )
-        if d_model % n_heads or (d_model // n_heads) % 2:
-            raise ValueError(
-                f"n_heads={n_heads} must divide d_model={d_model} into even head widths"
-            )
-        self.scheme = check.choice("scheme", scheme, SCHEMES)
-        self.max_len = check.positive_int("max_len", max_len)
-        self.causal = check.boolean("causal", causal)
-        self.embed = nn.Embedding(vocab, d_model)
-        self.pos: nn.Module | None = None
-        head_dim = d_model // n_heads
-        self.blocks = nn.ModuleList(
-            _Block(
-                d_model,
-                n_heads,
-                RotaryEmbedding(head_dim, base=base) if scheme == "rope" else None,
-                scheme == "alibi",
-            )
-            for _ in range(n_layers)
-        )
-        self.ln_f = nn.LayerNorm(d_model)
-        self.head = nn.Linear(d_model, vocab + 1)
-        self._init_weights(n_layers)
-        if scheme == "sinusoidal":
-            nn.init.normal_(self.embed.weight, 0.0, d_model**-0.5)
-            self.pos = SinusoidalPositionalEncoding(d_model, max_len, base=base, scale=d_model**0.5)
-        elif scheme == "learned":
-            self.pos = LearnedPositionalEmbedding(max_len, d_model, init_std=learned_init_std)
-
-    def _init_weights(self, n_layers: int) -> None:
-        """GPT-2's initialisation (nanoGPT's ``_init_weights`` and its scaled projections)."""
-        for module in self.modules():
-            if isinstance(module, (nn.Linear, nn.Embedding)):
-                nn.init.normal_(module.weight, 0.0, INIT_STD)
-            if isinstance(module, nn.Linear) and module.bias is not None:
-                nn.init.zeros_(module.bias)
-        for block in self.blocks:
-            for proj in (block.attn.out, block.mlp[2]):
-                nn.init.normal_(proj.weight, 0.0, INIT_STD / math.sqrt(2 * n_layers))
-
-    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        """Logits for every position.
-
-        Args:
-            tokens: ``(b, s)`` integer tokens in 0 .. V-1.
-
-        Returns:
-            ``(b, s, V + 1)`` logits.
-
-        Raises:
-            ValueError: for a learned table, if s exceeds its ``max_len`` rows.
-        """
-        check.tensor("tokens", tokens, min_dim=2)
-        if tokens.dim() != 2 or tokens.dtype.is_floating_point:
-            raise ValueError(
-                "tokens must be an integer tensor of shape (b, s), "
-                f"got {tokens.dtype} {tuple(tokens.shape)}"
-            )
-        x = self.embed(tokens)  # (b, s, d)
-        if self.pos is not None:
-            x = self.pos(x)
-        for block in self.blocks:
-            x = block(x, self.causal)
-        return self.head(self.ln_f(x))  # (b, s, C)
-
-    def position_table(self) -> torch.Tensor | None:
-        """The learned position table ``(max_len, d)`` (a detached copy), or None for other
-        schemes."""
-        return (
-            self.pos.weight.detach().clone()
-            if isinstance(self.pos, LearnedPositionalEmbedding)
-            else None
-        )
-
-
-def parameter_counts(model: TinyTransformer) -> dict[str, int]:
-    """Trainable parameters of a model: ``total`` and ``positional`` (the learned table's rows)."""
-    total = sum(p.numel() for p in model.parameters() if p.requires_grad)
-    table = model.position_table()
-    return {"total": int(total), "positional": 0 if table is None else int(table.numel())}
-
-
-def learned_table_parameters(max_len: int, d_model: int) -> int:
-    """Parameters of a learned absolute table: ``max_len * d_model`` (BERT-base: 512 x 768)."""
-    return check.positive_int("max_len", max_len) * check.positive_int("d_model", d_model)
-
-
 # ----------------------------------------------------------------------------- training
 
 
-def build_model(
+def build_encoder(
     scheme: str, config: StudyConfig, seed: int, setting: str = "encoder"
 ) -> TinyTransformer:
     """The study's model, initialised from ``seed`` without touching the global random state.
 
     Args:
-        scheme: one of :data:`SCHEMES` (a learned table gets ``eval_factor * L`` rows).
+        scheme: one of :data:`~posenc_core.book.models.encoder.SCHEMES` (a learned table gets
+            ``eval_factor * L`` rows).
         config: the study's :class:`StudyConfig` (``vocab``, ``d_model``, ``n_heads``,
             ``n_layers``, ``train_len``, ``eval_factor``, ``base``).
         seed: initialisation seed.
         setting: ``"encoder"`` (bidirectional) or ``"decoder"`` (causal).
 
     Returns:
-        a :class:`TinyTransformer` in float32 on the CPU.
+        a :class:`~posenc_core.book.models.encoder.TinyTransformer` in float32 on the CPU.
     """
     c = _config(config)
     check.choice("scheme", scheme, SCHEMES)
@@ -581,7 +343,7 @@ def _accuracy_by_position(
     return (pred == y).double().mean(0).numpy()  # (n,)
 
 
-def train_model(
+def train_encoder(
     model: TinyTransformer,
     task: str,
     config: StudyConfig,
@@ -599,8 +361,8 @@ def train_model(
     shows whether training has converged.
 
     Args:
-        model: a :class:`TinyTransformer` (moved to ``device``).
-        task: one of :data:`TASKS`.
+        model: a :class:`~posenc_core.book.models.encoder.TinyTransformer` (moved to ``device``).
+        task: one of :data:`~posenc_core.book.studies.synthetic_tasks.TASKS`.
         config: the study's :class:`StudyConfig` (``steps``, ``batch``, ``lr``, ``train_len``,
             ``min_len``, ``vocab``, ``k``, ``log_every``, ``eval_batch``).
         seed: data seed.
@@ -664,7 +426,7 @@ def evaluate(
     the three agree up to sampling.
 
     Args:
-        model, task, config, device: as in :func:`train_model` (uses ``eval_lengths``,
+        model, task, config, device: as in :func:`train_encoder` (uses ``eval_lengths``,
             ``eval_batch``, ``vocab``, ``k``).
         seed: evaluation seed (the batches differ from the training ones).
 
@@ -746,12 +508,13 @@ def _one_run(
     keep_tables: bool,
     on_step: Callable[[int, float], None] | None = None,
 ) -> dict[str, Any]:
-    """Train and evaluate one (setting, task, scheme, seed): the run dict of :func:`run_study`."""
+    """Train and evaluate one (setting, task, scheme, seed): the run dict of
+    :func:`run_encoder_study`."""
     setting, task, scheme, seed = item
     t0 = time.perf_counter()
-    model = build_model(scheme, c, seed, setting)
+    model = build_encoder(scheme, c, seed, setting)
     table_init = model.position_table()
-    curve, acc_curve = train_model(model, task, c, seed, device=device, on_step=on_step)
+    curve, acc_curve = train_encoder(model, task, c, seed, device=device, on_step=on_step)
     run: dict[str, Any] = {
         "setting": setting,
         "task": task,
@@ -783,7 +546,7 @@ def _worker_run(args: tuple) -> dict[str, Any]:
     return _one_run(StudyConfig.from_dict(options), item, device, keep_tables)
 
 
-def run_study(
+def run_encoder_study(
     config: StudyConfig | None = None,
     *,
     device: str | torch.device = "cpu",
@@ -819,8 +582,8 @@ def run_study(
             finished runs are kept, not retrained.
         keep_tables: keep learned position tables (as nested lists) in the runs.
         **overrides: options of :class:`StudyConfig` to change (``steps``, ``d_model``,
-            ``seeds``, ``schemes``, ...); ``run_study(steps=60)`` is
-            ``run_study(StudyConfig(steps=60))``.
+            ``seeds``, ``schemes``, ...); ``run_encoder_study(steps=60)`` is
+            ``run_encoder_study(StudyConfig(steps=60))``.
 
     Returns:
         dict with ``config`` (:meth:`StudyConfig.to_dict`), ``runs`` (key :func:`run_key` ->
@@ -844,7 +607,7 @@ def run_study(
     if resume is not None:
         if not isinstance(resume, Mapping) or "config" not in resume or "runs" not in resume:
             raise TypeError(
-                "resume must be a result of run_study (a dict with 'config' and 'runs')"
+                "resume must be a result of run_encoder_study (a dict with 'config' and 'runs')"
             )
         if StudyConfig.from_dict(resume["config"]) != c:
             raise ValueError(
@@ -926,88 +689,6 @@ def run_study(
     }
 
 
-# ----------------------------------------------------------------------------- summaries
-
-
-def runs_for(
-    results: Mapping[str, Any], setting: str, task: str, scheme: str
-) -> list[dict[str, Any]]:
-    """The finished runs of one (setting, task, scheme), one per seed, sorted by seed.
-
-    Args:
-        results: a :func:`run_study` result (or one read by :func:`load_results`).
-        setting: ``"encoder"`` or ``"decoder"``.
-        task: a task of the study, such as ``"first"``.
-        scheme: a scheme of the study, such as ``"learned"``.
-
-    Returns:
-        the run dicts (as stored in ``results["runs"]``), in increasing order of ``seed``.
-
-    Raises:
-        KeyError: if ``results`` holds no such run; the message lists the (setting, task,
-            scheme) triples it does hold.
-    """
-    want = (setting, task, scheme)
-    runs = [r for r in results["runs"].values() if (r["setting"], r["task"], r["scheme"]) == want]
-    if not runs:
-        held = sorted({(r["setting"], r["task"], r["scheme"]) for r in results["runs"].values()})
-        raise KeyError(
-            f"no finished runs for setting={setting!r}, task={task!r}, scheme={scheme!r}; the "
-            "results hold " + (", ".join("/".join(h) for h in held) or "no runs")
-        )
-    return sorted(runs, key=lambda r: r["seed"])
-
-
-def position_accuracy(
-    results: Mapping[str, Any], setting: str, task: str, scheme: str, length: int | None = None
-) -> np.ndarray:
-    """Accuracy at every position of sequences of one evaluation length, one row per seed.
-
-    Args:
-        results: a study result.
-        setting, task, scheme: which runs.
-        length: an evaluation length (:attr:`StudyConfig.eval_lengths`); None: the longest.
-
-    Returns:
-        float64 array ``(S, length)``.
-    """
-    runs = runs_for(results, setting, task, scheme)
-    key = str(length) if length is not None else max(runs[0]["acc"], key=int)
-    if key not in runs[0]["acc"]:
-        raise KeyError(f"no evaluation at length {length}; there are {sorted(runs[0]['acc'])}")
-    return np.array([r["acc"][key] for r in runs], dtype=float)
-
-
-def bands(config: StudyConfig) -> list[tuple[int, int]]:
-    """Position bands for summaries: [0, L), [L, 2L), [2L, 4L), ... (inside L never shares a
-    band with beyond L)."""
-    c = _config(config)
-    edges = [0, *c.eval_lengths]
-    return list(zip(edges[:-1], edges[1:]))
-
-
-def band_accuracy(
-    results: Mapping[str, Any],
-    setting: str,
-    task: str,
-    scheme: str,
-    lo: int,
-    hi: int,
-    length: int | None = None,
-) -> tuple[float, float]:
-    """Mean accuracy over positions lo .. hi - 1 of sequences of ``length`` (None: the
-    longest), then mean and population standard deviation over seeds.
-
-    Returns:
-        ``(mean, std)``.
-    """
-    a = position_accuracy(results, setting, task, scheme, length)  # (S, n)
-    if not 0 <= lo < hi <= a.shape[1]:
-        raise ValueError(f"need 0 <= lo < hi <= {a.shape[1]}, got lo={lo}, hi={hi}")
-    per_seed = a[:, lo:hi].mean(1)
-    return float(per_seed.mean()), float(per_seed.std())
-
-
 def loss_blocks(curve: Sequence[float], every: int) -> list[list[float]]:
     """Average a per-step loss curve over consecutive blocks of ``every`` steps.
 
@@ -1024,112 +705,19 @@ def loss_blocks(curve: Sequence[float], every: int) -> list[list[float]]:
     ]
 
 
-def training_curves(
-    results: Mapping[str, Any], setting: str, task: str, scheme: str
-) -> tuple[np.ndarray, np.ndarray]:
-    """The (block-averaged) loss curves of one (setting, task, scheme)'s seeds.
-
-    Works on a :func:`run_study` result (per-step curves, averaged over blocks of ``log_every``
-    / 10 steps, at least 1) and on one read by :func:`load_results` (already stored as blocks).
-
-    Returns:
-        ``(steps, losses)``: float64 arrays ``(blocks,)`` and ``(S, blocks)``.
-    """
-    runs = runs_for(results, setting, task, scheme)
-    every = max(1, results["config"]["log_every"] // 10)
-    blocks = [
-        r["curve"] if isinstance(r["curve"][0], list) else loss_blocks(r["curve"], every)
-        for r in runs
-    ]
-    steps = np.array([b[0] for b in blocks[0]], dtype=float)
-    return steps, np.array([[b[1] for b in bl] for bl in blocks], dtype=float)
-
-
-def accuracy_curves(
-    results: Mapping[str, Any], setting: str, task: str, scheme: str
-) -> tuple[np.ndarray, np.ndarray]:
-    """In-range accuracy (length L) during training, one row per seed.
-
-    Returns:
-        ``(steps, accuracy)``: float64 arrays ``(points,)`` and ``(S, points)``.
-    """
-    runs = runs_for(results, setting, task, scheme)
-    steps = np.array([p[0] for p in runs[0]["acc_curve"]], dtype=float)
-    return steps, np.array([[p[1] for p in r["acc_curve"]] for r in runs], dtype=float)
-
-
-def geometry_summary(
-    results: Mapping[str, Any], setting: str, task: str, which: str = "geometry"
-) -> dict[str, float]:
-    """Mean and spread over seeds of the learned table's geometry (see :func:`table_summary`).
-
-    Args:
-        results: a study result.
-        setting, task: which runs (scheme ``"learned"``).
-        which: ``"geometry"`` (rows 0 .. L-1 of the trained table), ``"geometry_init"`` (the
-            same rows at initialisation) or ``"geometry_update"`` (the change training made,
-            trained minus initial, in those rows).
-
-    Returns:
-        dict with ``neighbour_similarity`` and ``neighbour_is_nearest`` (means over seeds) and
-        their population standard deviations ``neighbour_similarity_std``,
-        ``neighbour_is_nearest_std``.
-    """
-    runs = runs_for(results, setting, task, "learned")
-    if any(which not in r for r in runs):
-        raise KeyError(f"no {which!r} in the runs of setting={setting!r}, task={task!r}")
-    out = {}
-    for name in ("neighbour_similarity", "neighbour_is_nearest"):
-        vals = [r[which][name] for r in runs]
-        out[name], out[name + "_std"] = float(np.mean(vals)), float(np.std(vals))
-    return out
-
-
 # ----------------------------------------------------------------------------- results file
 
 
-def _module_files(name: str) -> list[pathlib.Path]:
-    """Source files of ``posenc_core.<name>``: the module, or every source file of a package
-    (its Python modules and its C source, such as ``rope/native.c``)."""
-    root = pathlib.Path(__file__).resolve().parents[1]  # posenc_core/
-    path = root.joinpath(*name.split("."))
-    if path.is_dir():
-        return sorted(p for p in path.iterdir() if p.suffix in (".py", ".c"))
-    return [path.with_suffix(".py")]
-
-
-def module_hashes(modules: Sequence[str]) -> dict[str, str]:
-    """SHA-256 of the source of every module in ``modules`` (names relative to
-    ``posenc_core``; for a package, of its files' names and bytes in order). The studies record
-    them, and a results file is stale when one differs."""
-    hashes = {}
-    for name in modules:
-        digest = hashlib.sha256()
-        for path in _module_files(name):
-            digest.update(path.name.encode() + b"\0" + path.read_bytes())
-        hashes[name] = digest.hexdigest()
-    return hashes
-
-
 def code_hashes() -> dict[str, str]:
-    """:func:`module_hashes` of :data:`CODE_MODULES`."""
-    return module_hashes(CODE_MODULES)
+    """The source key of every module in :data:`CODE_MODULES`
+    (:func:`~posenc_core.book.studies.provenance.source_keys`: docstrings, comments and
+    formatting do not count)."""
+    return provenance.source_keys(CODE_MODULES)
 
 
 def code_version() -> str:
     """One SHA-256 over :func:`code_hashes` (changes when any of those modules changes)."""
-    joined = "".join(f"{m}:{h}\n" for m, h in sorted(code_hashes().items()))
-    return hashlib.sha256(joined.encode()).hexdigest()
-
-
-def _round(x: Any, digits: int) -> Any:
-    if isinstance(x, float):
-        return x if math.isnan(x) else round(x, digits)
-    if isinstance(x, list):
-        return [_round(y, digits) for y in x]
-    if isinstance(x, dict):
-        return {k: _round(y, digits) for k, y in x.items()}
-    return x
+    return provenance.code_version(code_hashes())
 
 
 def save_results(
@@ -1155,20 +743,16 @@ def save_results(
             r["curve"] = loss_blocks(r["curve"], every)
         r.pop("table_init", None)  # its geometry is kept as geometry_init
         table = r.pop("table", None)
-        r = _round(r, 4)
+        r = provenance.round_floats(r, 4)
         if table is not None and r["seed"] in table_seeds:
-            r["table"] = _round(table, 3)
+            r["table"] = provenance.round_floats(table, 3)
         runs[key] = r
     out = {
         "code_version": code_version(),
         "code_hashes": code_hashes(),
         "config": dict(results["config"]),
         "seeds": list(results["config"]["seeds"]),
-        "versions": {
-            "torch": torch.__version__,
-            "numpy": np.__version__,
-            "python": platform.python_version(),
-        },
+        "versions": provenance.library_versions(),
         "interrupted": bool(results["interrupted"]),
         "seconds": round(float(results["seconds"]), 1),
         "cpu_seconds": round(float(results["cpu_seconds"]), 1),
@@ -1193,9 +777,7 @@ def is_stale(results: Mapping[str, Any]) -> list[str]:
     defaults (empty list: it does)."""
     problems = []
     if results.get("code_version") != code_version():
-        changed = [
-            m for m, h in code_hashes().items() if results.get("code_hashes", {}).get(m) != h
-        ]
+        changed = provenance.changed_modules(results.get("code_hashes", {}), CODE_MODULES)
         problems.append(
             f"code changed since the study ran (modules: {', '.join(changed) or 'none'})"
         )
@@ -1209,7 +791,7 @@ def is_stale(results: Mapping[str, Any]) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line: run the study with the defaults (or overrides) and write the results file."""
     p = argparse.ArgumentParser(
-        prog="python -m posenc_core.book.study", description=__doc__.splitlines()[0]
+        prog="python -m posenc_core.book.studies.encoder_study", description=__doc__.splitlines()[0]
     )
     p.add_argument("--out", required=True, help="JSON file to write")
     defaults = StudyConfig()
@@ -1223,7 +805,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--workers", type=int, default=2, help="processes (default 2: one per core)")
     a = p.parse_args(argv)
-    results = run_study(
+    results = run_encoder_study(
         device=a.device,
         threads=a.threads,
         workers=a.workers,

@@ -53,9 +53,10 @@ import math
 import torch
 from torch import nn
 
-from . import _validation as check
-from ._numerics import round_once
-from .rope import apply_rope, rope_angles, rope_cos_sin
+from .. import _validation as check
+from .._numerics import round_once
+from .apply import apply_rope
+from .formula import rope_angles, rope_cos_sin
 
 __all__ = [
     "XPosEmbedding",

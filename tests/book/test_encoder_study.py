@@ -1,4 +1,5 @@
-"""The learned-versus-fixed study (posenc_core.book.study) and its committed results file."""
+"""The learned-versus-fixed study (posenc_core.book.studies.encoder_study) and its committed
+results file."""
 
 import dataclasses
 import itertools
@@ -8,7 +9,9 @@ import numpy as np
 import pytest
 import torch
 
-from posenc_core.book import study as ex
+from posenc_core.book.models import encoder
+from posenc_core.book.studies import encoder_results, synthetic_tasks
+from posenc_core.book.studies import encoder_study as ex
 
 RESULTS = ex.RESULTS_FILE
 TINY = {
@@ -33,15 +36,15 @@ def test_results_file_matches_the_current_code_and_defaults():
     )
     c = ex.StudyConfig.from_dict(saved["config"])
     assert set(saved["runs"]) == {ex.run_key(*p) for p in c.plan()}
-    assert len(c.seeds) >= 3 and set(ex.SCHEMES) <= set(c.schemes)
+    assert len(c.seeds) >= 3 and set(encoder.SCHEMES) <= set(c.schemes)
     assert set(c.settings) == set(ex.SETTINGS)
     assert set(saved["versions"]) >= {"torch", "numpy", "python"}
 
 
 @pytest.mark.parametrize("setting", ex.SETTINGS)
 def test_smoke_training_lowers_the_loss_for_every_scheme(setting):
-    res = ex.run_study(settings=[setting], tasks=["lookback"], on_progress=None, **TINY)
-    assert len(res["runs"]) == len(ex.SCHEMES)
+    res = ex.run_encoder_study(settings=[setting], tasks=["lookback"], on_progress=None, **TINY)
+    assert len(res["runs"]) == len(encoder.SCHEMES)
     for key, run in res["runs"].items():
         curve = run["curve"]
         first, last = sum(curve[:5]) / 5, sum(curve[-5:]) / 5
@@ -61,7 +64,7 @@ def test_decoder_skips_the_tasks_whose_answer_lies_in_the_future():
 
 
 def test_decoder_output_at_a_position_ignores_later_tokens():
-    model = ex.build_model("rope", ex.StudyConfig(**TINY), 0, "decoder")
+    model = ex.build_encoder("rope", ex.StudyConfig(**TINY), 0, "decoder")
     x = torch.randint(16, (2, 10))
     y = x.clone()
     y[:, 6:] = (y[:, 6:] + 1) % 16  # change the future of position 5
@@ -72,12 +75,12 @@ def test_decoder_output_at_a_position_ignores_later_tokens():
 
 def test_initialisation_is_gpt2s_and_the_sinusoidal_embedding_is_scaled():
     torch.manual_seed(0)
-    m = ex.TinyTransformer(16, 64, 4, 2, scheme="learned", max_len=512)
+    m = encoder.TinyTransformer(16, 64, 4, 2, scheme="learned", max_len=512)
     assert abs(m.pos.weight.std().item() - 0.02) < 0.002  # BERT / GPT-2: N(0, 0.02)
     assert abs(m.blocks[0].attn.qkv.weight.std().item() - 0.02) < 0.002
     assert abs(m.blocks[0].attn.out.weight.std().item() - 0.01) < 0.002  # 0.02 / sqrt(2 * 2)
     assert torch.count_nonzero(m.head.bias) == 0
-    s = ex.TinyTransformer(512, 64, 4, 2, scheme="sinusoidal", max_len=8)
+    s = encoder.TinyTransformer(512, 64, 4, 2, scheme="sinusoidal", max_len=8)
     assert abs(s.embed.weight.std().item() - 64**-0.5) < 0.01  # Vaswani: N(0, 1/d) ...
     x = s.embed(torch.zeros(1, 1, dtype=torch.long))
     torch.testing.assert_close(s.pos(x)[0, 0], 8.0 * x[0, 0] + torch.tensor([0.0, 1.0] * 32))
@@ -85,13 +88,13 @@ def test_initialisation_is_gpt2s_and_the_sinusoidal_embedding_is_scaled():
 
 def test_no_position_encoder_is_permutation_equivariant():
     torch.manual_seed(0)
-    model = ex.TinyTransformer(16, 32, 4, 2, scheme="none").eval()
+    model = encoder.TinyTransformer(16, 32, 4, 2, scheme="none").eval()
     x = torch.randint(16, (3, 12))
     perm = torch.randperm(12)
     with torch.no_grad():
         torch.testing.assert_close(model(x[:, perm]), model(x)[:, perm], rtol=1e-5, atol=1e-5)
     for scheme in ("sinusoidal", "learned", "rope", "alibi"):  # every positional scheme breaks it
-        m = ex.TinyTransformer(16, 32, 4, 2, scheme=scheme, max_len=12, learned_init_std=1.0)
+        m = encoder.TinyTransformer(16, 32, 4, 2, scheme=scheme, max_len=12, learned_init_std=1.0)
         with torch.no_grad():
             assert not torch.allclose(m.eval()(x[:, perm]), m(x)[:, perm], atol=1e-4), scheme
 
@@ -99,10 +102,10 @@ def test_no_position_encoder_is_permutation_equivariant():
 def test_symmetric_alibi_encoder_is_reversal_equivariant_and_causal_alibi_is_not():
     torch.manual_seed(0)
     x = torch.randint(16, (3, 12))
-    alibi = ex.TinyTransformer(16, 32, 4, 2, scheme="alibi").eval()
+    alibi = encoder.TinyTransformer(16, 32, 4, 2, scheme="alibi").eval()
     with torch.no_grad():
         torch.testing.assert_close(alibi(x.flip(1)), alibi(x).flip(1), rtol=1e-5, atol=1e-5)
-        causal = ex.TinyTransformer(16, 32, 4, 2, scheme="alibi", causal=True).eval()
+        causal = encoder.TinyTransformer(16, 32, 4, 2, scheme="alibi", causal=True).eval()
         assert not torch.allclose(causal(x.flip(1)), causal(x).flip(1), atol=1e-4)
 
 
@@ -111,7 +114,7 @@ def test_reversal_cap_by_enumeration():
     (one answer per orbit {x at i, reversed x at n-1-i}) reaches exactly the cap."""
     n, vocab, k = 5, 2, 1
     for task in ("first", "lookback"):
-        idx = ex.target_index(task, n, k)
+        idx = synthetic_tasks.target_index(task, n, k)
 
         def target(x, i, idx=idx):
             return vocab if idx[i] is None else x[idx[i]]
@@ -124,26 +127,28 @@ def test_reversal_cap_by_enumeration():
                 pair = [target(x, i), target(xr, n - 1 - i)]
                 total += max(pair.count(a) for a in pair) / 2
         best = total / (vocab**n * n)
-        assert best == pytest.approx(ex.reversal_cap(task, n, vocab, k).mean())
-    assert ex.reversal_cap("lookback", 64, 16, 3)[10] == pytest.approx((1 + 1 / 16) / 2)
+        assert best == pytest.approx(synthetic_tasks.reversal_cap(task, n, vocab, k).mean())
+    assert synthetic_tasks.reversal_cap("lookback", 64, 16, 3)[10] == pytest.approx(
+        (1 + 1 / 16) / 2
+    )
 
 
 def test_tasks_targets():
     gen = torch.Generator().manual_seed(0)
-    x, y = ex.make_batch("reverse", 2, 5, 10, gen)
+    x, y = synthetic_tasks.make_batch("reverse", 2, 5, 10, gen)
     assert torch.equal(y, x.flip(-1))
-    x, y = ex.make_batch("lookback", 2, 5, 10, gen, k=2)
+    x, y = synthetic_tasks.make_batch("lookback", 2, 5, 10, gen, k=2)
     assert torch.equal(y[:, :2], torch.full((2, 2), 10)) and torch.equal(y[:, 2:], x[:, :3])
-    x, y = ex.make_batch("first", 2, 5, 10, gen)
+    x, y = synthetic_tasks.make_batch("first", 2, 5, 10, gen)
     assert torch.equal(y, x[:, :1].expand(2, 5))
-    x, y = ex.make_batch("swap", 1, 5, 10, gen)
+    x, y = synthetic_tasks.make_batch("swap", 1, 5, 10, gen)
     assert torch.equal(y[0], x[0, [1, 0, 3, 2, 4]])
 
 
 def test_same_seed_gives_identical_losses_and_other_seed_differs():
     cfg = {**TINY, "steps": 15, "settings": ["encoder"], "tasks": ["lookback"]}
     runs = [
-        ex.run_study(schemes=["learned"], on_progress=None, **{**cfg, "seeds": [s]})
+        ex.run_encoder_study(schemes=["learned"], on_progress=None, **{**cfg, "seeds": [s]})
         for s in (3, 3, 4)
     ]
     curves = [
@@ -155,10 +160,10 @@ def test_same_seed_gives_identical_losses_and_other_seed_differs():
 
 
 def test_learned_table_past_its_rows_raises():
-    model = ex.TinyTransformer(16, 32, 4, 1, scheme="learned", max_len=8)
+    model = encoder.TinyTransformer(16, 32, 4, 1, scheme="learned", max_len=8)
     with pytest.raises(ValueError, match="rows only for positions 0..7"):
         model(torch.zeros(1, 9, dtype=torch.long))
-    assert ex.build_model("learned", ex.StudyConfig(**TINY), 0).position_table().shape == (16, 32)
+    assert ex.build_encoder("learned", ex.StudyConfig(**TINY), 0).position_table().shape == (16, 32)
 
 
 def test_interrupt_keeps_finished_runs_and_resume_completes_them():
@@ -168,17 +173,17 @@ def test_interrupt_keeps_finished_runs_and_resume_completes_them():
 
     cfg = {**TINY, "steps": 5, "settings": ["encoder"], "tasks": ["lookback"]}
     cfg["schemes"] = ["none", "rope"]
-    part = ex.run_study(on_progress=stop_in_second_run, **cfg)
+    part = ex.run_encoder_study(on_progress=stop_in_second_run, **cfg)
     key = ex.run_key("encoder", "lookback", "none", 0)
     assert part["interrupted"] and list(part["runs"]) == [key]
-    done = ex.run_study(on_progress=None, resume=part, **cfg)
+    done = ex.run_encoder_study(on_progress=None, resume=part, **cfg)
     assert not done["interrupted"] and len(done["runs"]) == 2
     assert done["runs"][key] is part["runs"][key]
 
 
 def test_progress_reports_time_left():
     events = []
-    ex.run_study(on_progress=events.append, **{**TINY, "steps": 4, "schemes": ["none"]})
+    ex.run_encoder_study(on_progress=events.append, **{**TINY, "steps": 4, "schemes": ["none"]})
     done = [e for e in events if e["event"] == "done"]
     assert [e["fraction_done"] for e in done] == pytest.approx([0.25, 0.5, 0.75, 1.0])
     assert all(e["elapsed"] >= 0 for e in events)
@@ -186,8 +191,8 @@ def test_progress_reports_time_left():
 
 def test_two_worker_processes_give_the_same_numbers_as_one():
     cfg = {**TINY, "steps": 6, "tasks": ["first"], "schemes": ["rope"]}
-    one = ex.run_study(on_progress=None, **cfg)["runs"]
-    two = ex.run_study(on_progress=None, workers=2, **cfg)["runs"]
+    one = ex.run_encoder_study(on_progress=None, **cfg)["runs"]
+    two = ex.run_encoder_study(on_progress=None, workers=2, **cfg)["runs"]
     assert list(one) == list(two)
     for key in one:
         assert one[key]["curve"] == two[key]["curve"] and one[key]["acc"] == two[key]["acc"]
@@ -209,7 +214,7 @@ def test_two_worker_processes_give_the_same_numbers_as_one():
 )
 def test_bad_arguments_give_clear_errors(kwargs, error, match):
     with pytest.raises(error, match=match):
-        ex.run_study(**kwargs)
+        ex.run_encoder_study(**kwargs)
     if "on_progress" not in kwargs:  # the same check, made once, when the configuration is made
         with pytest.raises(error, match=match):
             ex.StudyConfig.from_dict(kwargs)
@@ -223,7 +228,7 @@ def test_config_round_trips_through_the_results_file_format():
     assert ex.StudyConfig.from_dict(json.loads(json.dumps(d))) == cfg
     assert cfg.replace(steps=7).steps == 7 and cfg.steps == 40
     assert ex.StudyConfig().eval_lengths == (32, 64, 128)
-    assert ex.bands(ex.StudyConfig()) == [(0, 32), (32, 64), (64, 128)]
+    assert encoder_results.bands(ex.StudyConfig()) == [(0, 32), (32, 64), (64, 128)]
     with pytest.raises(dataclasses.FrozenInstanceError):
         cfg.steps = 1
     saved = ex.load_results(RESULTS)["config"]  # the committed file still reads
@@ -233,9 +238,9 @@ def test_config_round_trips_through_the_results_file_format():
 
 def test_functions_take_a_study_config_not_a_dict():
     with pytest.raises(TypeError, match="config must be a StudyConfig.*got dict"):
-        ex.build_model("rope", TINY, 0)
+        ex.build_encoder("rope", TINY, 0)
     with pytest.raises(TypeError, match="config must be a StudyConfig"):
-        ex.run_study(TINY)
+        ex.run_encoder_study(TINY)
 
 
 def test_summaries_read_per_position_accuracy():
@@ -248,22 +253,25 @@ def test_summaries_read_per_position_accuracy():
         "c": run("decoder", 0, {"4": [0.0, 0.0, 0.0, 0.0]}),
     }
     results = {"config": ex.StudyConfig().to_dict(), "runs": runs}
-    a = ex.position_accuracy(results, "encoder", "first", "rope")
+    a = encoder_results.position_accuracy(results, "encoder", "first", "rope")
     np.testing.assert_array_equal(a, [[1.0, 0.5, 0.5, 0.0], [1.0, 1.0, 0.0, 0.0]])  # by seed
-    assert ex.band_accuracy(results, "encoder", "first", "rope", 0, 2) == (0.875, 0.125)
+    assert encoder_results.band_accuracy(results, "encoder", "first", "rope", 0, 2) == (
+        0.875,
+        0.125,
+    )
     with pytest.raises(KeyError, match="task='lookback'.*decoder/first/rope, encoder/first/rope"):
-        ex.runs_for(results, "encoder", "lookback", "rope")
+        encoder_results.runs_for(results, "encoder", "lookback", "rope")
 
 
 def test_bad_model_arguments():
     with pytest.raises(ValueError, match="scheme"):
-        ex.TinyTransformer(16, scheme="relative")
+        encoder.TinyTransformer(16, scheme="relative")
     with pytest.raises(ValueError, match="must divide d_model"):
-        ex.TinyTransformer(16, 30, 4)
+        encoder.TinyTransformer(16, 30, 4)
     with pytest.raises(ValueError, match="integer tensor"):
-        ex.TinyTransformer(16)(torch.zeros(1, 4))
+        encoder.TinyTransformer(16)(torch.zeros(1, 4))
     with pytest.raises(ValueError, match="different configuration"):
-        ex.run_study(
+        ex.run_encoder_study(
             resume={"config": ex.StudyConfig(steps=1).to_dict(), "runs": {}},
             on_progress=None,
             steps=2,
@@ -271,11 +279,11 @@ def test_bad_model_arguments():
 
 
 def test_parameter_counts():
-    assert ex.learned_table_parameters(512, 768) == 393_216
-    m = ex.TinyTransformer(16, 32, 4, 1, scheme="learned", max_len=8)
-    counts = ex.parameter_counts(m)
+    assert encoder.learned_table_parameters(512, 768) == 393_216
+    m = encoder.TinyTransformer(16, 32, 4, 1, scheme="learned", max_len=8)
+    counts = encoder.parameter_counts(m)
     assert counts["positional"] == 8 * 32
     assert (
         counts["total"] - counts["positional"]
-        == ex.parameter_counts(ex.TinyTransformer(16, 32, 4, 1, scheme="none"))["total"]
+        == encoder.parameter_counts(encoder.TinyTransformer(16, 32, 4, 1, scheme="none"))["total"]
     )

@@ -1,4 +1,4 @@
-"""posenc_core.book.debugging: chapter 8's bugs, checked against independent derivations.
+"""posenc_core.book.instruments.bugs: chapter 8's bugs, checked against independent derivations.
 
 Each bug is checked for what it is claimed to do, by a route other than its own code: the
 correct counterparts against the plain model (padding done right against the unpadded batch,
@@ -13,10 +13,12 @@ import numpy as np
 import pytest
 import torch
 
-from posenc_core.book import corpus, exercises
-from posenc_core.book import debugging as dbg
-from posenc_core.book import lm_study as ls
-from posenc_core.book.lm import ByteLM
+from posenc_core.attention import attention
+from posenc_core.book import exercises
+from posenc_core.book.instruments import bugs as dbg
+from posenc_core.book.models.byte_lm import ByteLM
+from posenc_core.book.studies import corpus
+from posenc_core.book.studies import lm_study as ls
 from posenc_core.rope import RotaryEmbedding, parse_scaling, permute_qk_weight
 
 
@@ -45,18 +47,19 @@ def gap(a, b):
 
 
 @torch.no_grad()
-@pytest.mark.parametrize("scheme", ["rope", "learned", "alibi", "none", "t5", "sinusoidal"])
-def test_forward_is_the_model_bit_for_bit(scheme, text):
-    m = ls.load_lm(scheme, 0)
-    assert torch.equal(dbg.forward(m, text), m(text))
+def test_the_instruments_options_reproduce_the_trained_pass(rope, learned, text):
+    """ByteLM.forward is the one forward pass; its options, given what the model does anyway
+    (its own rotation, its own attention, the default positions), change nothing, bit for bit."""
+    plain = rope(text)
+    assert torch.equal(rope(text, rotate=rope.rope), plain)
+    assert torch.equal(rope(text, positions=torch.arange(text.shape[1])), plain)
 
+    def attend(layer, q, k, v):
+        return attention(*rope.rope(q, k), v, causal=True)
 
-@torch.no_grad()
-def test_forward_with_explicit_default_positions_is_the_model(rope, learned, text):
-    pos = torch.arange(text.shape[1])
-    assert gap(dbg.forward(rope, text, positions=pos), rope(text)) < 1e-5
+    assert torch.equal(rope(text, attend=attend), plain)
     t = text[:, :64]
-    assert torch.equal(dbg.forward(learned, t, positions=pos[:64]), learned(t))
+    assert torch.equal(learned(t, positions=torch.arange(64)), learned(t))
 
 
 @torch.no_grad()
@@ -73,7 +76,7 @@ def test_off_by_one_cache_is_a_full_pass_that_skips_position_p(rope, text):
     t, p = text[:, :128], 32
     bad = dbg.cached_forward(rope, t, prefill=p, step=dbg.off_by_one_step)
     skip = torch.cat([torch.arange(p), torch.arange(p, 128) + 1])
-    assert gap(bad, dbg.forward(rope, t, positions=skip)) < 1e-4
+    assert gap(bad, rope(t, positions=skip)) < 1e-4
     assert gap(bad[:, :p], rope(t[:, :p])) < 1e-5
     assert gap(bad[:, p:], rope(t)[:, p:]) > 0.1
 
@@ -155,7 +158,7 @@ def test_partial_rotary_bugs_touch_what_they_claim(partial, text):
     assert gap(q[..., 8:], ref) < 1e-6
     # with the right denominator the same path reproduces the model's own rotation
     right = dbg._rotate_with(*dbg._rotation_tables(inv, torch.arange(512)))
-    assert gap(dbg.forward(partial, text, rotate=right), plain) < 1e-4
+    assert gap(partial(text, rotate=right), plain) < 1e-4
 
 
 def test_bf16_angles_round_positions_past_256():
@@ -209,10 +212,10 @@ def test_yarn_factor_bugs_are_score_temperatures(rope, text):
     ok = dbg.BUGS["yarn-dropped"].correct(rope, text)
     dropped = dbg.BUGS["yarn-dropped"].broken(rope, text)
     twice = dbg.BUGS["yarn-twice"].broken(rope, text)
-    assert gap(dbg.forward(rope, text, rotate=yarn), ok) < 1e-5
+    assert gap(rope(text, rotate=yarn), ok) < 1e-5
     # cos and sin carry m, so the scores carry m^2: dropping it is scores / m^2
-    assert gap(dropped, dbg.forward(rope, text, rotate=yarn, score_scale=1 / m**2)) < 1e-4
-    assert gap(twice, dbg.forward(rope, text, rotate=yarn, score_scale=m**2)) < 1e-4
+    assert gap(dropped, rope(text, rotate=yarn, score_scale=1 / m**2)) < 1e-4
+    assert gap(twice, rope(text, rotate=yarn, score_scale=m**2)) < 1e-4
 
 
 @torch.no_grad()
@@ -278,12 +281,14 @@ def test_bug_curves_share_baselines_and_have_seed_rows(rope, learned):
 @pytest.mark.parametrize(
     "call, error, pattern",
     [
-        (lambda m, t: dbg.forward(m, t.float()), ValueError, "int64"),
-        (lambda m, t: dbg.forward(m, t, positions=torch.arange(5)), ValueError, "shape"),
-        (lambda m, t: dbg.forward(m, t, positions=torch.arange(512.0)), TypeError, "integers"),
-        (lambda m, t: dbg.forward(m, t, positions=torch.arange(512) - 1), ValueError, ">= 0"),
-        (lambda m, t: dbg.forward(m, t, rotate=3), TypeError, "rotate"),
-        (lambda m, t: dbg.forward("model", t), TypeError, "ByteLM"),
+        (lambda m, t: m(t.float()), ValueError, "int64"),
+        (lambda m, t: m(t, positions=torch.arange(5)), ValueError, "shape"),
+        (lambda m, t: m(t, positions=torch.arange(512.0)), TypeError, "integers"),
+        (lambda m, t: m(t, positions=torch.arange(512) - 1), ValueError, ">= 0"),
+        (lambda m, t: m(t, rotate=3), TypeError, "rotate"),
+        (lambda m, t: m(t, attend=print, score_scale=2.0), ValueError, "attend replaces"),
+        (lambda m, t: m(t, attend=3), TypeError, "attend"),
+        (lambda m, t: dbg.cached_forward("model", t), TypeError, "ByteLM"),
         (lambda m, t: dbg.cached_forward(m, t, prefill=0), ValueError, "prefill"),
         (lambda m, t: dbg.position_loss(lambda x: x, corpus.heldout_excerpt(), 64), ValueError,
          r"\(b, s, 256\)"),
@@ -296,7 +301,7 @@ def test_bad_input_names_the_argument(rope, text, call, error, pattern):
 
 
 def test_learned_positions_past_the_table_are_refused(learned, text):
-    with pytest.raises(ValueError, match="learned table has 512 rows"):
-        dbg.forward(learned, text, positions=torch.arange(512) + 1)
+    with pytest.raises(ValueError, match=r"learned table has rows only for positions 0\.\.511"):
+        learned(text, positions=torch.arange(512) + 1)
     with pytest.raises(ValueError, match="needs a RoPE model"):
         dbg.cached_forward(learned, text)

@@ -25,7 +25,7 @@ The positional scheme, one entry of :data:`SCHEMES` (one small builder each, no 
 * ``"rope"``: :class:`~posenc_core.rope.RotaryEmbedding` on queries and keys in every layer;
   its scaling can be switched at inference with :meth:`ByteLM.set_rope_scaling` (the weights
   stay as trained); ``rotary_dim`` rotates only the first dims of each head (partial rotary).
-* ``"xpos"``: :class:`~posenc_core.xpos.XPosEmbedding` on queries and keys in every layer: RoPE
+* ``"xpos"``: :class:`~posenc_core.rope.xpos.XPosEmbedding` on queries and keys in every layer: RoPE
   whose scores also decay as zeta_i ** ((n - m) / B) per pair (Sun et al. 2022), with
   ``xpos_scale_base`` B (the study: L/2, the paper's ratio of 512 to its training length 1024),
   centred on each call's positions.
@@ -41,6 +41,7 @@ d = d_model, h = heads, d_h = head_dim, V = 256 (bytes).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
@@ -49,18 +50,28 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .. import _validation as check
-from ..alibi import alibi_bias
-from ..attention import attention
-from ..learned import LearnedPositionalEmbedding
-from ..rope import RopeScaling, RotaryEmbedding, parse_scaling
-from ..sinusoidal import SinusoidalPositionalEncoding
-from ..t5_bias import T5RelativePositionBias
-from ..xpos import XPosEmbedding, xpos_scales
+from posenc_core import _validation as check
+from posenc_core.alibi import alibi_bias
+from posenc_core.attention import attention
+from posenc_core.learned import LearnedPositionalEmbedding
+from posenc_core.rope import RopeScaling, RotaryEmbedding
+from posenc_core.rope.xpos import XPosEmbedding, xpos_scales
+from posenc_core.sinusoidal import SinusoidalPositionalEncoding
+from posenc_core.t5_bias import T5RelativePositionBias
 
-__all__ = ["SCHEMES", "ByteLM"]
+__all__ = ["SCHEMES", "ByteLM", "Rotate", "Attend"]
 
 VOCAB = 256
+
+
+Rotate = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
+"""``rotate(q, k, positions) -> (q, k)``: q, k ``(b, h, s, d_h)``, positions ``(s,)`` or
+``(b, s)``; how a layer rotates its queries and keys (:meth:`ByteLM.forward`'s ``rotate``)."""
+
+Attend = Callable[[int, torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
+"""``attend(layer, q, k, v) -> y``: the whole attention of one layer from its *unrotated*
+queries, keys and values ``(b, h, s, d_h)`` to its output ``(b, h, s, d_h)`` (rotation, scores,
+mask and softmax included); :meth:`ByteLM.forward`'s ``attend``, for example a KV cache."""
 
 
 class _Attention(nn.Module):
@@ -73,13 +84,28 @@ class _Attention(nn.Module):
         self.proj = nn.Linear(d_model, d_model)
         self.rope = rope
 
-    def forward(self, x: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+    def forward(
+        self,
+        x: torch.Tensor,
+        bias: torch.Tensor | None,
+        positions: torch.Tensor | None = None,
+        rotate: Rotate | None = None,
+        score_scale: float = 1.0,
+        attend: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor] | None = None,
+    ) -> torch.Tensor:
         b, s, d = x.shape
         q, k, v = self.qkv(x).view(b, s, 3, self.n_heads, d // self.n_heads).unbind(2)
         q, k, v = (t.transpose(1, 2) for t in (q, k, v))  # (b, h, s, d_h) each
-        if self.rope is not None:
-            q, k = self.rope(q, k)
-        y = attention(q, k, v, causal=True, bias=bias)  # (b, h, s, d_h)
+        if attend is not None:
+            y = attend(q, k, v)
+        else:
+            if rotate is not None:
+                q, k = rotate(q, k, torch.arange(s) if positions is None else positions)
+            elif self.rope is not None:
+                q, k = self.rope(q, k, positions)
+            if score_scale != 1.0:
+                q = q * score_scale
+            y = attention(q, k, v, causal=True, bias=bias)  # (b, h, s, d_h)
         return self.proj(y.transpose(1, 2).reshape(b, s, d))  # (b, s, d)
 
 
@@ -90,8 +116,8 @@ class _Block(nn.Module):
         self.attn = _Attention(d_model, n_heads, rope)
         self.fc, self.out = nn.Linear(d_model, 4 * d_model), nn.Linear(4 * d_model, d_model)
 
-    def forward(self, x: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
-        x = x + self.attn(self.ln1(x), bias)
+    def forward(self, x: torch.Tensor, bias: torch.Tensor | None, **options: Any) -> torch.Tensor:
+        x = x + self.attn(self.ln1(x), bias, **options)
         return x + self.out(F.gelu(self.fc(self.ln2(x))))
 
 
@@ -131,11 +157,11 @@ class _Sinusoidal(nn.Module):
 class _XPos(nn.Module):
     """xPos for training: the cached float32 rotation of
     :class:`~posenc_core.rope.RotaryEmbedding`, then the query and key scale tables of
-    :func:`~posenc_core.xpos.xpos_scales` (float64, rounded once), cached per length and
-    centred on the call's positions as :class:`~posenc_core.xpos.XPosEmbedding` centres them.
+    :func:`~posenc_core.rope.xpos.xpos_scales` (float64, rounded once), cached per length and
+    centred on the call's positions as :class:`~posenc_core.rope.xpos.XPosEmbedding` centres them.
 
-    The same function as :class:`~posenc_core.xpos.XPosEmbedding` to float32 rounding
-    (``tests/book/test_lm.py``) and faster in training: the reference module evaluates
+    The same function as :class:`~posenc_core.rope.xpos.XPosEmbedding` to float32 rounding
+    (``tests/book/test_byte_lm.py``) and faster in training: the reference module evaluates
     everything in float64 on every call.
     """
 
@@ -236,7 +262,7 @@ class ByteLM(nn.Module):
         rope_scaling: initial RoPE scaling (None, a :class:`~posenc_core.rope.RopeScaling` or a
             Hugging Face-style dict); only with ``scheme="rope"``.
         t5_num_buckets, t5_max_distance: T5's causal buckets (``"t5"`` only; the study: 32 and
-            L, see :class:`~posenc_core.book.lm_study.LMStudyConfig`).
+            L, see :class:`~posenc_core.book.studies.lm_study.LMStudyConfig`).
         xpos_scale_base: xPos's B (``"xpos"`` only).
         rotary_dim: RoPE rotates only the first ``rotary_dim`` dims of each head, with
             frequencies over that width (partial rotary, as GPT-NeoX and Pythia); None: the whole
@@ -335,23 +361,39 @@ class ByteLM(nn.Module):
             raise ValueError(
                 f"set_rope_scaling needs a model with scheme 'rope', this one is {self.scheme!r}"
             )
-        parsed = parse_scaling(scaling, base=self.base)
-        RotaryEmbedding(
-            self.rope.head_dim, base=self.base, scaling=parsed, rotary_dim=self.rope.rotary_dim
-        )  # refuse bad ones
-        self.rope.scaling = parsed
-        self.rope._cos = self.rope._sin = None
+        self.rope.set_scaling(scaling)
 
     @property
     def rope_scaling(self) -> RopeScaling | None:
         """The RoPE scaling in use (None for other schemes)."""
         return self.rope.scaling if isinstance(self.rope, RotaryEmbedding) else None
 
-    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        """Next-byte logits.
+    def forward(
+        self,
+        tokens: torch.Tensor,
+        *,
+        positions: torch.Tensor | None = None,
+        bias: torch.Tensor | None = None,
+        rotate: Rotate | None = None,
+        score_scale: float = 1.0,
+        attend: Attend | None = None,
+    ) -> torch.Tensor:
+        """Next-byte logits; the options expose the positional inputs to the book's instruments
+        (chapter 8's bugs, chapter 9's ablations), and with none of them this is the pass the
+        model was trained with.
 
         Args:
             tokens: int64 ``(b, s)`` byte values 0 .. 255 (s <= ``max_len`` for ``"learned"``).
+            positions: integer ``(s,)`` or ``(b, s)``: the position of every token (RoPE's
+                angles, the learned table's rows); None: 0 .. s-1. Only for schemes ``"rope"``,
+                ``"learned"`` and ``"none"`` (which ignores them).
+            bias: extra additive attention bias broadcasting to ``(b, h, s, s)`` (``-inf``
+                hides a key), added to the causal mask and to the model's own bias (ALiBi, T5).
+            rotate: replaces the model's rotation of queries and keys (see :data:`Rotate`);
+                RoPE and xPos models only.
+            score_scale: multiplies every attention score q.k / sqrt(d_h) (1: unchanged).
+            attend: replaces each layer's whole attention (see :data:`Attend`); then
+                ``positions``, ``bias``, ``rotate`` and ``score_scale`` must keep their defaults.
 
         Returns:
             logits ``(b, s, 256)``: row t predicts byte t + 1 from bytes 0 .. t.
@@ -367,11 +409,59 @@ class ByteLM(nn.Module):
                 f"tokens must be byte values 0 .. 255, got values from {int(tokens.min())} "
                 f"to {int(tokens.max())}"
             )
+        b, s = tokens.shape
+        positions = self._check_positions(positions, b, s)
+        if rotate is not None and not callable(rotate):
+            raise TypeError(f"rotate must be callable or None, got {rotate!r}")
+        if rotate is not None and self.rope is None:
+            raise ValueError(f"rotate needs a RoPE or xPos model, this one is {self.scheme!r}")
+        score_scale = check.real_number("score_scale", score_scale)
+        if attend is not None:
+            if not callable(attend):
+                raise TypeError(f"attend must be callable or None, got {attend!r}")
+            given = {
+                "positions": positions is not None,
+                "bias": bias is not None,
+                "rotate": rotate is not None,
+                "score_scale": score_scale != 1.0,
+            }
+            if any(given.values()):
+                names = ", ".join(name for name, on in given.items() if on)
+                raise ValueError(f"attend replaces the whole attention; do not also give {names}")
         x = self.embed(tokens) * self.embed_scale  # (b, s, d)
         if self.pos is not None:
-            x = self.pos(x)  # adds the table's rows 0 .. s-1
-        s = tokens.shape[1]
-        bias = None if self.bias is None else self.bias(s, tokens.device)  # (h, s, s)
-        for block in self.blocks:
-            x = block(x, bias)
+            # adds the table's rows 0 .. s-1, or the given ones (learned table only)
+            x = self.pos(x) if positions is None else self.pos(x, positions=positions)
+        own = None if self.bias is None else self.bias(s, tokens.device)  # (h, s, s)
+        if bias is not None:
+            check.tensor("bias", bias, min_dim=2, floating=True)
+            own = bias if own is None else own + bias
+        for layer, block in enumerate(self.blocks):
+            options: dict[str, Any] = {}
+            if attend is not None:
+                options["attend"] = functools.partial(attend, layer)
+            elif positions is not None or rotate is not None or score_scale != 1.0:
+                options = {"positions": positions, "rotate": rotate, "score_scale": score_scale}
+            x = block(x, own, **options)
         return self.ln_f(x) @ self.embed.weight.T  # (b, s, V), tied head
+
+    def _check_positions(self, positions: object, b: int, s: int) -> torch.Tensor | None:
+        if positions is None:
+            return None
+        check.tensor("positions", positions, min_dim=1)
+        assert isinstance(positions, torch.Tensor)
+        if positions.is_floating_point() or positions.dtype == torch.bool:
+            raise TypeError(f"positions must hold integers, got dtype {positions.dtype}")
+        if positions.shape not in ((s,), (b, s), (1, s)):
+            raise ValueError(
+                f"positions must have shape (s,) or (b, s) = ({b}, {s}), "
+                f"got {tuple(positions.shape)}"
+            )
+        if positions.numel() and positions.min() < 0:
+            raise ValueError(f"positions must be >= 0, got a minimum of {int(positions.min())}")
+        if self.scheme not in ("rope", "learned", "none"):
+            raise ValueError(
+                "positions can be given for schemes 'rope', 'learned' and 'none', "
+                f"not {self.scheme!r}"
+            )
+        return positions

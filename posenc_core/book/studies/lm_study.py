@@ -1,14 +1,17 @@
 """A causal byte-level language model on real text, measured position by position.
 
-Every positional scheme of :class:`~posenc_core.book.lm.ByteLM` (NoPE, sinusoidal, learned, RoPE,
+Every positional scheme of :class:`~posenc_core.book.models.byte_lm.ByteLM` (NoPE, sinusoidal,
+learned, RoPE,
 ALiBi, T5's bias) is trained causally on windows of L bytes of Pygments' source
-(:mod:`posenc_core.book.corpus`), for several seeds, with next-byte cross-entropy. Each trained
+(:mod:`posenc_core.book.studies.corpus`), for several seeds, with next-byte cross-entropy. Each
+trained
 model is then evaluated on the committed held-out excerpt in windows of 8L bytes, and the loss is
 kept **per position** 0 .. 8L-1 (the mean over windows; one curve per seed), so that what a
 scheme does inside the training length and beyond it are never averaged together.
 
 On the trained RoPE models, without further training, the long-context methods are switched in at
-inference (:meth:`~posenc_core.book.lm.ByteLM.set_rope_scaling`), each at the factor s = 4 (which
+inference (:meth:`~posenc_core.book.models.byte_lm.ByteLM.set_rope_scaling`), each at the factor s
+= 4 (which
 targets 4L) and s = 8 (8L), with original_max_position_embeddings = L (:data:`METHODS`):
 position interpolation (``linear``), NTK-aware (``ntk``), dynamic NTK (``dynamic``), YaRN with
 its attention factor 0.1 ln(s) + 1 (``yarn``) and Llama 3.1's rule (``llama3``, with Llama 3.1's
@@ -23,15 +26,18 @@ per-position loss is measured after several step counts, to show how much the fi
 RoPE is also trained with partial rotary (``rotary_dims``: only the first r dims of each head
 rotated, with frequencies over r, as GPT-NeoX and Pythia do), for chapter 8's partial-rotary bugs.
 
-:func:`first_rise` gives a glanceable summary of a curve: the first position where the loss
-rises 10% above its in-range value (the mean over [L/2, L)).
+:func:`~posenc_core.book.studies.lm_curves.first_loss_rise` gives a glanceable summary of a
+curve: the first position where the loss rises 10% above its in-range value (the mean over
+[L/2, L)).
 
 :class:`LMStudyConfig` holds the configuration (checked once); :func:`run_lm_study` runs it and
 writes ``lm_study.json`` and the safetensors checkpoints (:func:`save_checkpoint`), whose SHA-256
 the JSON records; :func:`load_lm` loads one for a chapter, checksum first. The results file
 records the SHA-256 of every module the study runs (:data:`CODE_MODULES`, as
-:mod:`posenc_core.book.study` does); :func:`is_stale` says when it no longer describes the code.
-Command line: ``python -m posenc_core.book.lm_study --out posenc_core/book/data/lm_study.json``.
+:mod:`posenc_core.book.studies.encoder_study` does); :func:`is_stale` says when it no longer
+describes the code.
+Command line:
+``python -m posenc_core.book.studies.lm_study --out posenc_core/book/data/lm_study.json``.
 
 Book layer: imports the core, torch, numpy, safetensors (when saving or loading) and the
 standard library. Notation for tensor shapes: b = batch, s = sequence, P = 8L evaluation
@@ -46,7 +52,6 @@ import hashlib
 import json
 import math
 import pathlib
-import platform
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -57,10 +62,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .. import _validation as check
-from . import DATA, corpus
-from .lm import SCHEMES, ByteLM
-from .study import module_hashes
+from posenc_core import _validation as check
+from posenc_core.book import DATA
+from posenc_core.book.models.byte_lm import SCHEMES, ByteLM
+from posenc_core.book.studies import corpus, provenance
 
 __all__ = [
     "METHODS",
@@ -68,14 +73,7 @@ __all__ = [
     "LMStudyConfig",
     "train_lm",
     "per_position_loss",
-    "bucket_edges",
-    "bucket_means",
-    "first_rise",
     "run_lm_study",
-    "scheme_curves",
-    "method_curves",
-    "finetune_curves",
-    "partial_curves",
     "save_checkpoint",
     "load_lm",
     "code_hashes",
@@ -125,11 +123,10 @@ METHODS: dict[str, Callable[[LMStudyConfig, float], dict[str, Any]]] = {
 """The long-context methods, name -> the Hugging Face-style scaling dict for (config, factor s)."""
 
 CODE_MODULES = (
-    "book.lm_study",
-    "book.lm",
-    "book.corpus",
+    "book.studies.lm_study",
+    "book.studies.corpus",
+    "book.models.byte_lm",
     "attention",
-    "xpos",
     "rope",
     "alibi",
     "t5_bias",
@@ -146,7 +143,8 @@ class LMStudyConfig:
     """The language-model study's configuration; the defaults are the book's CPU run.
 
     Args:
-        schemes: positional schemes, drawn from :data:`~posenc_core.book.lm.SCHEMES` (the
+        schemes: positional schemes, drawn from :data:`~posenc_core.book.models.byte_lm.SCHEMES`
+            (the
             book: the six of chapter 5's comparison).
         extra_schemes: more schemes, trained and evaluated like ``schemes`` (first seed's
             checkpoint kept) but reported only where a chapter asks for them (the book:
@@ -379,10 +377,11 @@ def _config(config: object) -> LMStudyConfig:
     return config
 
 
-def build_model(
+def build_lm(
     scheme: str, config: LMStudyConfig, seed: int, *, rotary_dim: int | None = None
 ) -> ByteLM:
-    """The untrained model of one run: a :class:`~posenc_core.book.lm.ByteLM` built after
+    """The untrained model of one run: a :class:`~posenc_core.book.models.byte_lm.ByteLM` built
+    after
     ``torch.manual_seed(seed)`` (``rotary_dim``: partial rotary, ``"rope"`` only)."""
     c = _config(config)
     torch.manual_seed(seed)
@@ -465,7 +464,7 @@ def train_lm(
         config: an :class:`LMStudyConfig`.
         seed: the run's seed (initialisation; the training windows use ``seed + 1000``).
         train_data: int64 ``(n,)`` bytes to train on; None: the verified training split
-            (:func:`~posenc_core.book.corpus.corpus_split`).
+            (:func:`~posenc_core.book.studies.corpus.corpus_split`).
         rotary_dim: partial rotary (``"rope"`` only; None: the whole head).
 
     Returns:
@@ -476,7 +475,7 @@ def train_lm(
     check.choice("scheme", scheme, tuple(SCHEMES))
     seed = check.non_negative_int("seed", seed)
     data = corpus.corpus_split("train") if train_data is None else train_data
-    model = build_model(scheme, c, seed, rotary_dim=rotary_dim).to(c.device)
+    model = build_lm(scheme, c, seed, rotary_dim=rotary_dim).to(c.device)
     g = torch.Generator().manual_seed(seed + 1000)
     losses = _train(model, data, c.steps, c.batch, c.train_len, lambda s: _lr_at(s, c), g, c.device)
     return model, _blocks(losses, c.log_every)
@@ -508,9 +507,10 @@ def per_position_loss(
     context at absolute position t.
 
     Args:
-        model: a :class:`~posenc_core.book.lm.ByteLM` (evaluated in ``torch.no_grad()``; its
+        model: a :class:`~posenc_core.book.models.byte_lm.ByteLM` (evaluated in
+            ``torch.no_grad()``; its
             mode is left as is).
-        data: int64 ``(n,)`` bytes, e.g. :func:`~posenc_core.book.corpus.heldout_excerpt`.
+        data: int64 ``(n,)`` bytes, e.g. :func:`~posenc_core.book.studies.corpus.heldout_excerpt`.
         length: window length P (the study: 8L).
         batch: windows per forward pass.
         max_windows: use only the first ones (None: every whole window).
@@ -542,94 +542,6 @@ def per_position_loss(
             nll = F.cross_entropy(logits.transpose(1, 2), w[:, 1:], reduction="none")  # (b, P)
             total += nll.double().sum(0).cpu()
     return (total / n).numpy()
-
-
-def bucket_edges(train_len: int, eval_len: int, *, kind: str = "coarse") -> list[int]:
-    """Position buckets for summaries; inside-L and beyond-L positions never share one.
-
-    Args:
-        train_len: L.
-        eval_len: P, the last edge.
-        kind: ``"coarse"``: [0, L), [L, 2L), [2L, 4L), ... doubling up to P; ``"log"``:
-            [0, 1), [1, 2), [2, 4), ... powers of two (L must be one), up to P.
-
-    Returns:
-        increasing edges ``[0, ..., P]``; bucket k is [edges[k], edges[k+1]).
-    """
-    train_len, eval_len = (
-        check.positive_int("train_len", train_len),
-        check.positive_int("eval_len", eval_len),
-    )
-    check.choice("kind", kind, ("coarse", "log"))
-    if eval_len < train_len:
-        raise ValueError(f"eval_len={eval_len} must be >= train_len={train_len}")
-    if kind == "log" and train_len & (train_len - 1):
-        raise ValueError(f"kind='log' needs train_len a power of two, got {train_len}")
-    edges, e = [0], train_len if kind == "coarse" else 1
-    while e < eval_len:
-        edges.append(e)
-        e *= 2
-    return edges + [eval_len]
-
-
-def bucket_means(curve: np.ndarray | Sequence[float], edges: Sequence[int]) -> np.ndarray:
-    """Mean of a per-position curve (or of each row of a stack of them) over each bucket.
-
-    Args:
-        curve: ``(P,)`` or ``(S, P)`` per-position values.
-        edges: increasing bucket edges within 0 .. P (see :func:`bucket_edges`).
-
-    Returns:
-        ``(B,)`` or ``(S, B)``: the mean over positions edges[k] .. edges[k+1] - 1.
-    """
-    a = np.asarray(curve, dtype=float)
-    edges = [int(e) for e in edges]
-    if a.ndim not in (1, 2) or a.shape[-1] < 1:
-        raise ValueError(f"curve must have shape (P,) or (S, P), got {a.shape}")
-    if edges != sorted(set(edges)) or edges[0] < 0 or edges[-1] > a.shape[-1] or len(edges) < 2:
-        raise ValueError(
-            f"edges must be at least two strictly increasing positions in 0 .. {a.shape[-1]}, "
-            f"got {edges}"
-        )
-    return np.stack([a[..., lo:hi].mean(-1) for lo, hi in zip(edges[:-1], edges[1:])], -1)
-
-
-def first_rise(
-    curve: np.ndarray | Sequence[float],
-    train_len: int,
-    *,
-    rise: float = 0.10,
-    window: int | None = None,
-) -> int | None:
-    """The first position where the loss rises ``rise`` (10%) above its in-range value.
-
-    The in-range value is the mean of ``curve`` over [L/2, L) (the first positions have little
-    context, so their loss is high for a reason that has nothing to do with position). A
-    single position's loss is noisy, so the test is on a window: the result is the first
-    p >= L/2 with mean(curve[p : p + window]) > (1 + rise) * in-range value.
-
-    Args:
-        curve: ``(P,)`` per-position loss (P >= L).
-        train_len: L.
-        rise: relative rise, > 0 (0.10: 10%).
-        window: positions averaged per test; None: max(1, L // 8).
-
-    Returns:
-        that position, or None if the curve never rises that far (within P - window).
-    """
-    a = np.asarray(curve, dtype=float)
-    train_len = check.positive_int("train_len", train_len)
-    rise = check.real_number("rise", rise)
-    if a.ndim != 1 or a.shape[0] < train_len:
-        raise ValueError(f"curve must have shape (P,) with P >= L={train_len}, got {a.shape}")
-    if not rise > 0:
-        raise ValueError(f"rise must be > 0, got {rise}")
-    w = max(1, train_len // 8) if window is None else check.positive_int("window", window)
-    lo = train_len // 2
-    level = (1 + rise) * a[lo:train_len].mean()
-    means = np.convolve(a, np.ones(w) / w, mode="valid")  # means[p] = mean(a[p : p + w])
-    above = np.nonzero(means[lo:] > level)[0]
-    return None if above.size == 0 else int(lo + above[0])
 
 
 # ----------------------------------------------------------------------------- the study
@@ -814,85 +726,21 @@ def _finetune(model, method, seed, c, train, evaluate) -> dict[str, Any]:
     }
 
 
-# ----------------------------------------------------------------------------- summaries
-
-
-def _stack(entries: Sequence[Mapping[str, Any]], what: str) -> np.ndarray:
-    if not entries:
-        raise KeyError(f"the results hold no {what}")
-    return np.array([e["loss"] for e in sorted(entries, key=lambda e: e["seed"])], dtype=float)
-
-
-def scheme_curves(results: Mapping[str, Any], scheme: str) -> np.ndarray:
-    """Per-position held-out loss of one scheme, one row per seed (sorted by seed).
-
-    Returns:
-        ``(S, P)`` float64 array.
-    """
-    runs = [r for r in results["runs"].values() if r["scheme"] == scheme]
-    return _stack(runs, f"run of scheme {scheme!r}")
-
-
-def partial_curves(results: Mapping[str, Any], rotary_dim: int) -> np.ndarray:
-    """Per-position loss of the partial-rotary RoPE runs rotating ``rotary_dim`` dims per head.
-
-    Returns:
-        ``(S, P)`` float64 array (one row per seed).
-    """
-    runs = [r for r in results.get("partial", {}).values() if r["rotary_dim"] == rotary_dim]
-    return _stack(runs, f"partial-rotary run with rotary_dim={rotary_dim}")
-
-
-def method_curves(results: Mapping[str, Any], method: str, factor: int) -> np.ndarray:
-    """Per-position loss of the trained RoPE models under one method and factor, no training.
-
-    Returns:
-        ``(S, P)`` float64 array (one row per seed).
-    """
-    runs = [
-        r for r in results["scaling"].values() if r["method"] == method and r["factor"] == factor
-    ]
-    return _stack(runs, f"scaling run of method {method!r} at factor {factor}")
-
-
-def finetune_curves(results: Mapping[str, Any], method: str, steps: int) -> np.ndarray:
-    """Per-position loss after ``steps`` fine-tune steps with ``method``.
-
-    Returns:
-        ``(S, P)`` float64 array (one row per seed).
-    """
-    runs = [
-        {"seed": r["seed"], "loss": r["loss_by_step"][str(steps)]}
-        for r in results["finetune"].values()
-        if r["method"] == method and str(steps) in r["loss_by_step"]
-    ]
-    return _stack(runs, f"fine-tune of method {method!r} after {steps} steps")
-
-
 # ----------------------------------------------------------------------------- files
 
 
 def code_hashes(modules: Sequence[str] = CODE_MODULES) -> dict[str, str]:
-    """:func:`posenc_core.book.study.module_hashes` of ``modules`` (default
-    :data:`CODE_MODULES`)."""
-    return module_hashes(modules)
-
-
-def _round(x: Any, digits: int = 4) -> Any:
-    if isinstance(x, float):
-        return x if math.isnan(x) else round(x, digits)
-    if isinstance(x, list):
-        return [_round(y, digits) for y in x]
-    if isinstance(x, dict):
-        return {k: _round(y, digits) for k, y in x.items()}
-    return x
+    """The source key of every module in ``modules`` (default :data:`CODE_MODULES`;
+    :func:`~posenc_core.book.studies.provenance.source_keys`: docstrings, comments and
+    formatting do not count)."""
+    return provenance.source_keys(modules)
 
 
 def save_checkpoint(model: ByteLM, path: str | pathlib.Path) -> str:
     """Write a model's weights as safetensors; return the file's SHA-256.
 
     Args:
-        model: a :class:`~posenc_core.book.lm.ByteLM`.
+        model: a :class:`~posenc_core.book.models.byte_lm.ByteLM`.
         path: the ``.safetensors`` file to write.
 
     Returns:
@@ -928,14 +776,9 @@ def _save(results, models, c, out: pathlib.Path) -> dict[str, Any]:
     saved = {
         "code_hashes": code_hashes(),
         **{k: v for k, v in results.items() if k not in _CURVES},
-        "versions": {
-            "torch": torch.__version__,
-            "numpy": np.__version__,
-            "python": platform.python_version(),
-            "pygments": corpus._installed_version(),
-        },
+        "versions": provenance.library_versions(pygments=corpus._installed_version()),
         "checkpoints": checkpoints,
-        **{k: _round(results[k]) for k in _CURVES},
+        **{k: provenance.round_floats(results[k], 4) for k in _CURVES},
     }
     saved["seconds"], saved["cpu_seconds"] = (
         round(results["seconds"], 1),
@@ -953,8 +796,7 @@ def load_results(path: str | pathlib.Path | None = None) -> dict[str, Any]:
 def is_stale(results: Mapping[str, Any]) -> list[str]:
     """Why a results file no longer describes the code and the defaults (empty: it does)."""
     problems = []
-    recorded = results.get("code_hashes", {})
-    changed = [m for m, h in code_hashes().items() if recorded.get(m) != h]
+    changed = provenance.changed_modules(results.get("code_hashes", {}), CODE_MODULES)
     if changed:
         problems.append(f"code changed since the study ran (modules: {', '.join(changed)})")
     if results.get("config") != LMStudyConfig().to_dict():
@@ -980,7 +822,8 @@ def load_lm(
             files are looked up in the folder of that file (of the committed one for a dict).
 
     Returns:
-        the :class:`~posenc_core.book.lm.ByteLM` in eval mode on the CPU, with plain RoPE (no
+        the :class:`~posenc_core.book.models.byte_lm.ByteLM` in eval mode on the CPU, with plain
+        RoPE (no
         scaling).
 
     Raises:
@@ -1009,7 +852,7 @@ def load_lm(
             f"{entry['sha256']}; the checkpoint was changed or belongs to another run"
         )
     c = LMStudyConfig.from_dict(res["config"])
-    model = build_model(scheme, c, 0, rotary_dim=rotary_dim)
+    model = build_lm(scheme, c, 0, rotary_dim=rotary_dim)
     model.load_state_dict(load(data))
     return model.eval()
 
@@ -1017,7 +860,7 @@ def load_lm(
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line: run the study (defaults or overrides) and write results and checkpoints."""
     p = argparse.ArgumentParser(
-        prog="python -m posenc_core.book.lm_study", description=__doc__.splitlines()[0]
+        prog="python -m posenc_core.book.studies.lm_study", description=__doc__.splitlines()[0]
     )
     d = LMStudyConfig()
     p.add_argument("--out", required=True, help="results JSON (checkpoints go beside it)")

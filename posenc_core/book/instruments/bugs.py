@@ -2,10 +2,14 @@
 
 The instruments:
 
-* :func:`forward`: :class:`~posenc_core.book.lm.ByteLM`'s forward pass written out with every
-  positional input exposed: the positions (per row), an extra additive attention bias (padding
-  or document masks), the rotation applied to queries and keys, and a factor on the scores.
-  With none of them changed it equals ``model(tokens)`` bit for bit.
+* the model's own forward pass, :meth:`ByteLM.forward
+  <posenc_core.book.models.byte_lm.ByteLM.forward>`,
+  whose options expose every positional input: the positions (per row), an extra additive
+  attention bias (padding or document masks), the rotation applied to queries and keys
+  (:data:`~posenc_core.book.models.byte_lm.Rotate`), a factor on the scores, and the whole
+  attention of a
+  layer (:data:`~posenc_core.book.models.byte_lm.Attend`). The bugs below are expressed through it;
+  nothing here re-implements the model.
 * :func:`cached_forward`: teacher-forced decoding with a KV cache, one token at a time after a
   prefill, with the decoding step (rotate the new token, append to the cache) replaceable by
   :data:`Step` functions such as :func:`correct_step`. Without a bug it equals the full forward
@@ -18,7 +22,7 @@ counterpart, both functions ``(model, tokens) -> logits`` for the same input (fo
 and packing the counterpart is the same batch handled correctly, not the plain model), the
 public reports that describe it, and which trained model it runs on. :func:`bug_curves` measures
 both on every seed. The broken code lives here, in the book layer, so chapter 8 can run it; the
-core never carries these bugs (``tests/book/test_debugging.py`` checks each one differs from,
+core never carries these bugs (``tests/book/test_bugs.py`` checks each one differs from,
 or, where the chapter says RoPE hides it, agrees with, the correct path).
 
 The converters and loaders of chapter 8's exercises (:func:`interleaved_checkpoint`, the
@@ -41,21 +45,19 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .. import _validation as check
-from ..attention import attention
-from ..positions import (
+from posenc_core import _validation as check
+from posenc_core.attention import attention
+from posenc_core.book.models.byte_lm import ByteLM, Rotate
+from posenc_core.positions import (
     document_ids_from_lengths,
     packed_causal_mask,
     packed_positions,
     positions_from_attention_mask,
 )
-from ..rope import RotaryEmbedding, apply_rope, parse_scaling, permute_qk_weight
-from .lm import ByteLM
+from posenc_core.rope import RotaryEmbedding, apply_rope, parse_scaling, permute_qk_weight
 
 __all__ = [
-    "Rotate",
     "Step",
-    "forward",
     "cached_forward",
     "correct_step",
     "off_by_one_step",
@@ -78,10 +80,6 @@ __all__ = [
     "logit_gap",
     "rotation_by",
 ]
-
-Rotate = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
-"""``rotate(q, k, positions) -> (q, k)``: q, k ``(b, h, s, d_h)``, positions ``(s,)`` or
-``(b, s)``; how a layer rotates its queries and keys."""
 
 Step = Callable[[RotaryEmbedding, dict, torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
 """``step(rope, cache, q, k, v) -> q_rotated``: one decoding step of one layer. ``cache`` is
@@ -106,107 +104,6 @@ def _check_tokens(tokens: object) -> torch.Tensor:
             f"shape {tuple(tokens.shape)}"
         )
     return tokens
-
-
-def _positions(positions: object, b: int, s: int) -> torch.Tensor | None:
-    if positions is None:
-        return None
-    check.tensor("positions", positions, min_dim=1)
-    assert isinstance(positions, torch.Tensor)
-    if positions.is_floating_point() or positions.dtype == torch.bool:
-        raise TypeError(f"positions must hold integers, got dtype {positions.dtype}")
-    if positions.shape not in ((s,), (b, s), (1, s)):
-        raise ValueError(
-            f"positions must have shape (s,) or (b, s) = ({b}, {s}), got {tuple(positions.shape)}"
-        )
-    if positions.numel() and positions.min() < 0:
-        raise ValueError(f"positions must be >= 0, got a minimum of {int(positions.min())}")
-    return positions
-
-
-def _qkv(block: Any, x: torch.Tensor, n_heads: int) -> tuple[torch.Tensor, ...]:
-    """The block's queries, keys and values for input x ``(b, s, d)``, each ``(b, h, s, d_h)``."""
-    b, s, d = x.shape
-    q, k, v = block.attn.qkv(block.ln1(x)).view(b, s, 3, n_heads, d // n_heads).unbind(2)
-    return tuple(t.transpose(1, 2) for t in (q, k, v))
-
-
-def _finish(block: Any, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """The rest of a block after attention: output projection, residual, MLP."""
-    b, _, s, _ = y.shape
-    x = x + block.attn.proj(y.transpose(1, 2).reshape(b, s, -1))
-    return x + block.out(F.gelu(block.fc(block.ln2(x))))
-
-
-def _embed(model: ByteLM, tokens: torch.Tensor, positions: torch.Tensor | None) -> torch.Tensor:
-    x = model.embed(tokens) * model.embed_scale  # (b, s, d)
-    if model.pos is None:
-        return x
-    if positions is None:
-        return model.pos(x)  # rows 0 .. s-1
-    if model.scheme != "learned":
-        raise ValueError(
-            f"positions can be given for schemes 'rope', 'learned' and 'none', not {model.scheme!r}"
-        )
-    if positions.max() >= model.pos.max_len:
-        raise ValueError(
-            f"positions reach {int(positions.max())}, but the learned table has "
-            f"{model.pos.max_len} rows (0 .. {model.pos.max_len - 1})"
-        )
-    return x + model.pos.weight[positions]  # (b, s, d)
-
-
-def forward(
-    model: ByteLM,
-    tokens: torch.Tensor,
-    *,
-    positions: torch.Tensor | None = None,
-    bias: torch.Tensor | None = None,
-    rotate: Rotate | None = None,
-    score_scale: float = 1.0,
-) -> torch.Tensor:
-    """ByteLM's forward pass with its positional inputs exposed.
-
-    Args:
-        model: a trained :class:`~posenc_core.book.lm.ByteLM`.
-        tokens: int64 ``(b, s)`` bytes.
-        positions: integer ``(s,)`` or ``(b, s)``: the position of every token (RoPE's angles,
-            the learned table's rows); None: 0 .. s-1. Only for schemes ``"rope"``,
-            ``"learned"`` and ``"none"`` (which ignores them).
-        bias: extra additive attention bias broadcasting to ``(b, h, s, s)`` (``-inf`` hides a
-            key), added to the causal mask and to the model's own bias (ALiBi, T5).
-        rotate: replaces the model's rotation of queries and keys (see :data:`Rotate`); None:
-            ``model.rope(q, k, positions)``.
-        score_scale: multiplies every attention score q.k / sqrt(d_h) (1: unchanged).
-
-    Returns:
-        logits ``(b, s, 256)``; equal to ``model(tokens)`` when no option is given.
-    """
-    model = _check_model(model)
-    tokens = _check_tokens(tokens)
-    b, s = tokens.shape
-    positions = _positions(positions, b, s)
-    if rotate is not None and not callable(rotate):
-        raise TypeError(f"rotate must be callable or None, got {rotate!r}")
-    if (rotate is not None) and model.rope is None:
-        raise ValueError(f"rotate needs a RoPE model, this one is {model.scheme!r}")
-    score_scale = check.real_number("score_scale", score_scale)
-    own = None if model.bias is None else model.bias(s, tokens.device)  # (h, s, s)
-    if bias is not None:
-        check.tensor("bias", bias, min_dim=2, floating=True)
-        own = bias if own is None else own + bias
-    x = _embed(model, tokens, positions)
-    for block in model.blocks:
-        q, k, v = _qkv(block, x, model.n_heads)
-        if model.rope is not None:
-            if rotate is not None:
-                q, k = rotate(q, k, torch.arange(s) if positions is None else positions)
-            else:
-                q, k = model.rope(q, k, positions)
-        if score_scale != 1.0:
-            q = q * score_scale
-        x = _finish(block, x, attention(q, k, v, causal=True, bias=own))
-    return model.ln_f(x) @ model.embed.weight.T  # (b, s, V)
 
 
 # ----------------------------------------------------------------------------- KV cache
@@ -244,13 +141,13 @@ def cached_forward(
     runs ``step`` on the cache before its query attends to every cached key.
 
     Args:
-        model: a RoPE :class:`~posenc_core.book.lm.ByteLM`.
+        model: a RoPE :class:`~posenc_core.book.models.byte_lm.ByteLM`.
         tokens: int64 ``(b, s)``.
         prefill: tokens in the prefill, 1 <= prefill <= s.
         step: the decoding step (:data:`Step`); None: :func:`correct_step`.
 
     Returns:
-        logits ``(b, s, 256)``; without a bug, equal to :func:`forward` to float rounding.
+        logits ``(b, s, 256)``; without a bug, equal to ``model(tokens)`` to float rounding.
     """
     model = _check_model(model)
     tokens = _check_tokens(tokens)
@@ -261,28 +158,28 @@ def cached_forward(
     step = correct_step if step is None else step
     if not callable(step):
         raise TypeError(f"step must be callable, got {step!r}")
-    caches: list[dict] = []
-    x = _embed(model, tokens[:, :prefill], None)
-    for block in model.blocks:
-        q, k, v = _qkv(block, x, model.n_heads)
+    caches: list[dict] = [{} for _ in model.blocks]
+
+    def prefill_attend(layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor):
         q, k = model.rope(q, k)
-        caches.append({"k": k, "v": v})
-        x = _finish(block, x, attention(q, k, v, causal=True))
-    out = [model.ln_f(x) @ model.embed.weight.T]
+        caches[layer].update(k=k, v=v)
+        return attention(q, k, v, causal=True)
+
+    def step_attend(layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor):
+        cache = caches[layer]
+        n = cache["k"].shape[-2]
+        q = step(model.rope, cache, q, k, v)
+        if cache["k"].shape[-2] != n + 1 or cache["v"].shape[-2] != n + 1:
+            raise ValueError(
+                f"step must append exactly one key and one value to the cache of {n}; "
+                f"after it the cache holds {cache['k'].shape[-2]} keys and "
+                f"{cache['v'].shape[-2]} values"
+            )
+        return attention(q, cache["k"], cache["v"])
+
+    out = [model(tokens[:, :prefill], attend=prefill_attend)]
     for t in range(prefill, s):
-        x = _embed(model, tokens[:, t : t + 1], None)
-        for block, cache in zip(model.blocks, caches):
-            q, k, v = _qkv(block, x, model.n_heads)
-            n = cache["k"].shape[-2]
-            q = step(model.rope, cache, q, k, v)
-            if cache["k"].shape[-2] != n + 1 or cache["v"].shape[-2] != n + 1:
-                raise ValueError(
-                    f"step must append exactly one key and one value to the cache of {n}; "
-                    f"after it the cache holds {cache['k'].shape[-2]} keys and "
-                    f"{cache['v'].shape[-2]} values"
-                )
-            x = _finish(block, x, attention(q, cache["k"], cache["v"]))
-        out.append(model.ln_f(x) @ model.embed.weight.T)
+        out.append(model(tokens[:, t : t + 1], attend=step_attend))
     return torch.cat(out, dim=1)  # (b, s, V)
 
 
@@ -291,7 +188,7 @@ def cached_forward(
 
 def windows(data: torch.Tensor, length: int, *, max_windows: int | None = None) -> torch.Tensor:
     """Consecutive non-overlapping windows of ``length + 1`` bytes of ``data``, as
-    :func:`~posenc_core.book.lm_study.per_position_loss` cuts them: ``(n, length + 1)``."""
+    :func:`~posenc_core.book.studies.lm_study.per_position_loss` cuts them: ``(n, length + 1)``."""
     check.tensor("data", data, min_dim=1)
     length = check.positive_int("length", length)
     n = (len(data) - 1) // length
@@ -312,7 +209,8 @@ def position_loss(
 ) -> np.ndarray:
     """Mean next-byte cross-entropy at every position, for any function tokens -> logits.
 
-    The windows are those of :func:`~posenc_core.book.lm_study.per_position_loss` (which this
+    The windows are those of :func:`~posenc_core.book.studies.lm_study.per_position_loss` (which
+    this
     equals for ``logits_of = model``).
 
     Args:
@@ -404,7 +302,8 @@ def _rotate_with(cos: torch.Tensor, sin: torch.Tensor, *, first: int = 0) -> Rot
 
 
 def rotation_by(inv_freq: torch.Tensor, n_positions: int, *, first: int = 0) -> Rotate:
-    """A :data:`Rotate` with given frequencies (half-split pairs, angles in float64, tables in
+    """A :data:`~posenc_core.book.models.byte_lm.Rotate` with given frequencies (half-split pairs,
+    angles in float64, tables in
     float32) on dims ``first .. first + 2 len(inv_freq)`` of each head, for positions below
     ``n_positions``: how chapter 8 builds a rotation with the wrong frequencies or dims."""
     check.tensor("inv_freq", inv_freq, min_dim=1, floating=True)
@@ -434,7 +333,10 @@ class StickyDynamicNTK:
     frequencies of the longest call so far are kept for every later call that is not shorter
     than L0 (Hugging Face's ``dynamic_rope_update`` still resets only below L0).
 
-    Use :meth:`rotate` as :func:`forward`'s ``rotate``; :meth:`fresh` forgets the history.
+    Use :meth:`rotate` as the ``rotate`` of
+    :meth:`ByteLM.forward <posenc_core.book.models.byte_lm.ByteLM.forward>`; :meth:`fresh` forgets
+    the
+    history.
 
     Args:
         head_dim: d_h (the whole head rotates).
@@ -475,7 +377,8 @@ class StickyDynamicNTK:
         return base ** -(torch.arange(0, d, 2, dtype=torch.float64) / d)
 
     def rotate(self, q: torch.Tensor, k: torch.Tensor, positions: torch.Tensor):
-        """A :data:`Rotate`: tables for this call's length, max(positions) + 1."""
+        """A :data:`~posenc_core.book.models.byte_lm.Rotate`: tables for this call's length,
+        max(positions) + 1."""
         inv = self.inv_freq(int(positions.max()) + 1)
         cos, sin = _rotation_tables(inv, torch.arange(int(positions.max()) + 1))
         return _rotate_with(cos, sin)(q, k, positions)
@@ -596,7 +499,7 @@ def _left_padded(
             width = p + s
             keep = mask.bool()[:, None, :].expand(-1, width, -1) | torch.eye(width, dtype=bool)
             bias = torch.zeros(len(rows), 1, width, width).masked_fill(~keep[:, None], -math.inf)
-        out[rows] = forward(model, t, positions=positions, bias=bias)[:, p:]
+        out[rows] = model(t, positions=positions, bias=bias)[:, p:]
     return out
 
 
@@ -612,7 +515,7 @@ def _packed(model: ByteLM, tokens: torch.Tensor, *, restart: bool, doc_mask: boo
     ids = document_ids_from_lengths(lengths)  # (s,)
     positions = packed_positions(ids) if restart else None
     bias = packed_causal_mask(ids) if doc_mask else None  # (s, s)
-    return forward(model, tokens, positions=positions, bias=bias)
+    return model(tokens, positions=positions, bias=bias)
 
 
 # ----------------------------------------------------------------------------- the registry
@@ -637,7 +540,7 @@ def _yarn(factor_override: float | None = None) -> Run:
         scaling = dict(YARN)
         if factor_override is not None:
             scaling["attention_factor"] = factor_override
-        return forward(model, tokens, rotate=_rope_like(model, scaling))
+        return model(tokens, rotate=_rope_like(model, scaling))
 
     return run
 
@@ -651,7 +554,7 @@ def _yarn_twice(model: ByteLM, tokens: torch.Tensor) -> torch.Tensor:
 
 def _loaded(model: ByteLM, tokens: torch.Tensor) -> torch.Tensor:
     scaling = rope_scaling_from_config_broken(CONFIG)
-    return forward(model, tokens, rotate=_rope_like(model, scaling))
+    return model(tokens, rotate=_rope_like(model, scaling))
 
 
 def _layout_swapped(model: ByteLM, tokens: torch.Tensor) -> torch.Tensor:
@@ -671,7 +574,7 @@ def _partial_denominator(model: ByteLM, tokens: torch.Tensor) -> torch.Tensor:
     assert rope is not None
     d, r, s = rope.head_dim, rope.rotary_dim, tokens.shape[1]
     inv = rope.base ** -(torch.arange(0, r, 2, dtype=torch.float64) / d)
-    return forward(model, tokens, rotate=_rotate_with(*_rotation_tables(inv, torch.arange(s))))
+    return model(tokens, rotate=_rotate_with(*_rotation_tables(inv, torch.arange(s))))
 
 
 def _partial_slice(model: ByteLM, tokens: torch.Tensor) -> torch.Tensor:
@@ -681,19 +584,19 @@ def _partial_slice(model: ByteLM, tokens: torch.Tensor) -> torch.Tensor:
     d, r, s = rope.head_dim, rope.rotary_dim, tokens.shape[1]
     inv = rope.base ** -(torch.arange(0, r, 2, dtype=torch.float64) / r)
     tables = _rotation_tables(inv, torch.arange(s))
-    return forward(model, tokens, rotate=_rotate_with(*tables, first=d - r))
+    return model(tokens, rotate=_rotate_with(*tables, first=d - r))
 
 
 def _bf16(model: ByteLM, tokens: torch.Tensor) -> torch.Tensor:
     rope = model.rope
     assert rope is not None
     tables = bf16_angle_tables(rope.head_dim, tokens.shape[1], base=rope.base)
-    return forward(model, tokens, rotate=_rotate_with(*tables))
+    return model(tokens, rotate=_rotate_with(*tables))
 
 
 def _shifted(by: int) -> Run:
     def run(model: ByteLM, tokens: torch.Tensor) -> torch.Tensor:
-        return forward(model, tokens, positions=torch.arange(tokens.shape[1]) + by)
+        return model(tokens, positions=torch.arange(tokens.shape[1]) + by)
 
     return run
 
@@ -717,7 +620,7 @@ def _sticky(after: int) -> Run:
         )
         if after:
             dyn.inv_freq(after)  # the long prompt served before
-        return forward(model, tokens, rotate=dyn.rotate)
+        return model(tokens, rotate=dyn.rotate)
 
     return run
 

@@ -42,7 +42,26 @@ from typing import BinaryIO
 
 import torch
 
-from .. import _validation as check
+from posenc_core import _validation as check
+
+__all__ = [
+    "sha256_file",
+    "verify_sha256",
+    "hub_url",
+    "minilm_files",
+    "basic_pieces",
+    "TokenLookup",
+    "lookup_tokens",
+    "MiniLMEmbeddings",
+    "load_minilm_embeddings",
+    "MINILM_REPO",
+    "MINILM_REVISION",
+    "MINILM_SHA256",
+    "MINILM_VOCAB_SHA256",
+    "MINILM_PACKAGE",
+    "MINILM_HEADS",
+    "MINILM_LAYER_NORM_EPS",
+]
 
 MINILM_REPO = "sentence-transformers/all-MiniLM-L6-v2"
 """Hugging Face hub repository of the checkpoint."""
@@ -536,7 +555,7 @@ class MiniLMEmbeddings:
         Returns:
             ``(outputs, weights)``: ``(n, 384)`` and ``(12, n, n)``.
         """
-        from ..attention import attention
+        from posenc_core.attention import attention
 
         d = self.word.shape[1]
         check.tensor("x", x, min_dim=2)

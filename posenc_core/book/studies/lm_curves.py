@@ -1,0 +1,172 @@
+"""Reading the language-model study's curves: held-out loss by position, per seed.
+
+:func:`scheme_curves`, :func:`partial_curves`, :func:`method_curves` and
+:func:`finetune_curves` take the dict that
+:func:`~posenc_core.book.studies.lm_study.load_results` returns and give ``(S, P)`` arrays, one
+row per seed, of the loss at every position P of the study's ``8L`` windows. :func:`bucket_edges`
+and :func:`bucket_means` summarise a curve over stretches of positions, and
+:func:`first_loss_rise` says where it first rises a given fraction above its own in-range value
+(not to be confused with :func:`posenc_core.analysis.first_rise`, which reads a similarity
+curve).
+
+Book layer: imports the core and numpy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from posenc_core import _validation as check
+
+__all__ = [
+    "bucket_edges",
+    "bucket_means",
+    "first_loss_rise",
+    "scheme_curves",
+    "partial_curves",
+    "method_curves",
+    "finetune_curves",
+]
+
+
+def bucket_edges(train_len: int, eval_len: int, *, kind: str = "coarse") -> list[int]:
+    """Position buckets for summaries; inside-L and beyond-L positions never share one.
+
+    Args:
+        train_len: L.
+        eval_len: P, the last edge.
+        kind: ``"coarse"``: [0, L), [L, 2L), [2L, 4L), ... doubling up to P; ``"log"``:
+            [0, 1), [1, 2), [2, 4), ... powers of two (L must be one), up to P.
+
+    Returns:
+        increasing edges ``[0, ..., P]``; bucket k is [edges[k], edges[k+1]).
+    """
+    train_len, eval_len = (
+        check.positive_int("train_len", train_len),
+        check.positive_int("eval_len", eval_len),
+    )
+    check.choice("kind", kind, ("coarse", "log"))
+    if eval_len < train_len:
+        raise ValueError(f"eval_len={eval_len} must be >= train_len={train_len}")
+    if kind == "log" and train_len & (train_len - 1):
+        raise ValueError(f"kind='log' needs train_len a power of two, got {train_len}")
+    edges, e = [0], train_len if kind == "coarse" else 1
+    while e < eval_len:
+        edges.append(e)
+        e *= 2
+    return edges + [eval_len]
+
+
+def bucket_means(curve: np.ndarray | Sequence[float], edges: Sequence[int]) -> np.ndarray:
+    """Mean of a per-position curve (or of each row of a stack of them) over each bucket.
+
+    Args:
+        curve: ``(P,)`` or ``(S, P)`` per-position values.
+        edges: increasing bucket edges within 0 .. P (see :func:`bucket_edges`).
+
+    Returns:
+        ``(B,)`` or ``(S, B)``: the mean over positions edges[k] .. edges[k+1] - 1.
+    """
+    a = np.asarray(curve, dtype=float)
+    edges = [int(e) for e in edges]
+    if a.ndim not in (1, 2) or a.shape[-1] < 1:
+        raise ValueError(f"curve must have shape (P,) or (S, P), got {a.shape}")
+    if edges != sorted(set(edges)) or edges[0] < 0 or edges[-1] > a.shape[-1] or len(edges) < 2:
+        raise ValueError(
+            f"edges must be at least two strictly increasing positions in 0 .. {a.shape[-1]}, "
+            f"got {edges}"
+        )
+    return np.stack([a[..., lo:hi].mean(-1) for lo, hi in zip(edges[:-1], edges[1:])], -1)
+
+
+def first_loss_rise(
+    curve: np.ndarray | Sequence[float],
+    train_len: int,
+    *,
+    rise: float = 0.10,
+    window: int | None = None,
+) -> int | None:
+    """The first position where the loss rises ``rise`` (10%) above its in-range value.
+
+    The in-range value is the mean of ``curve`` over [L/2, L) (the first positions have little
+    context, so their loss is high for a reason that has nothing to do with position). A
+    single position's loss is noisy, so the test is on a window: the result is the first
+    p >= L/2 with mean(curve[p : p + window]) > (1 + rise) * in-range value.
+
+    Args:
+        curve: ``(P,)`` per-position loss (P >= L).
+        train_len: L.
+        rise: relative rise, > 0 (0.10: 10%).
+        window: positions averaged per test; None: max(1, L // 8).
+
+    Returns:
+        that position, or None if the curve never rises that far (within P - window).
+    """
+    a = np.asarray(curve, dtype=float)
+    train_len = check.positive_int("train_len", train_len)
+    rise = check.real_number("rise", rise)
+    if a.ndim != 1 or a.shape[0] < train_len:
+        raise ValueError(f"curve must have shape (P,) with P >= L={train_len}, got {a.shape}")
+    if not rise > 0:
+        raise ValueError(f"rise must be > 0, got {rise}")
+    w = max(1, train_len // 8) if window is None else check.positive_int("window", window)
+    lo = train_len // 2
+    level = (1 + rise) * a[lo:train_len].mean()
+    means = np.convolve(a, np.ones(w) / w, mode="valid")  # means[p] = mean(a[p : p + w])
+    above = np.nonzero(means[lo:] > level)[0]
+    return None if above.size == 0 else int(lo + above[0])
+
+
+def _stack(entries: Sequence[Mapping[str, Any]], what: str) -> np.ndarray:
+    if not entries:
+        raise KeyError(f"the results hold no {what}")
+    return np.array([e["loss"] for e in sorted(entries, key=lambda e: e["seed"])], dtype=float)
+
+
+def scheme_curves(results: Mapping[str, Any], scheme: str) -> np.ndarray:
+    """Per-position held-out loss of one scheme, one row per seed (sorted by seed).
+
+    Returns:
+        ``(S, P)`` float64 array.
+    """
+    runs = [r for r in results["runs"].values() if r["scheme"] == scheme]
+    return _stack(runs, f"run of scheme {scheme!r}")
+
+
+def partial_curves(results: Mapping[str, Any], rotary_dim: int) -> np.ndarray:
+    """Per-position loss of the partial-rotary RoPE runs rotating ``rotary_dim`` dims per head.
+
+    Returns:
+        ``(S, P)`` float64 array (one row per seed).
+    """
+    runs = [r for r in results.get("partial", {}).values() if r["rotary_dim"] == rotary_dim]
+    return _stack(runs, f"partial-rotary run with rotary_dim={rotary_dim}")
+
+
+def method_curves(results: Mapping[str, Any], method: str, factor: int) -> np.ndarray:
+    """Per-position loss of the trained RoPE models under one method and factor, no training.
+
+    Returns:
+        ``(S, P)`` float64 array (one row per seed).
+    """
+    runs = [
+        r for r in results["scaling"].values() if r["method"] == method and r["factor"] == factor
+    ]
+    return _stack(runs, f"scaling run of method {method!r} at factor {factor}")
+
+
+def finetune_curves(results: Mapping[str, Any], method: str, steps: int) -> np.ndarray:
+    """Per-position loss after ``steps`` fine-tune steps with ``method``.
+
+    Returns:
+        ``(S, P)`` float64 array (one row per seed).
+    """
+    runs = [
+        {"seed": r["seed"], "loss": r["loss_by_step"][str(steps)]}
+        for r in results["finetune"].values()
+        if r["method"] == method and str(steps) in r["loss_by_step"]
+    ]
+    return _stack(runs, f"fine-tune of method {method!r} after {steps} steps")

@@ -46,7 +46,7 @@ vendor:
 	$(PYTHON) _vendor/fetch.py
 
 # POSENC_STATIC_WIDGETS=1: the chapters' explorers prerender their figures so that the
-# controls work in the static pages without a kernel (see posenc_core/book/widgets.py).
+# controls work in the static pages without a kernel (see posenc_core/book/widgets/).
 # POSENC_BOOK_BUILD=1: a chapter whose cross-check lacks its reference library fails the
 # build instead of publishing "skipped" (posenc_core.book.notebook.optional_reference).
 # tools/build_book.py runs `jupyter-book build -W -n --keep-going .` so that a failed build is

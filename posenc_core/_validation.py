@@ -274,3 +274,30 @@ def as_positions(name: str, positions: object, device: torch.device | None = Non
     if out.device.type == "mps":  # no float64 on Apple GPUs: compute on the CPU, move back later
         out = out.cpu()
     return out.to(torch.float64)
+
+
+def query_key_pair(
+    q: object, k: object, head_dim: int, *, unequal_lengths: str
+) -> tuple[torch.Tensor, torch.Tensor, int]:
+    """Check the queries and keys a rotation acts on; return ``(q, k, s)``.
+
+    Both must be floating tensors of at least 2 dims whose last dimension is ``head_dim``,
+    with one sequence length ``s`` (dim -2) and on one device. ``unequal_lengths`` ends the
+    message for unequal lengths: what the caller should do instead.
+    """
+    q = tensor("q", q, min_dim=2, floating=True)
+    k = tensor("k", k, min_dim=2, floating=True)
+    for name, t in (("q", q), ("k", k)):
+        if t.shape[-1] != head_dim:
+            raise ValueError(
+                f"{name} must have last dimension head_dim={head_dim}, got shape {tuple(t.shape)}"
+            )
+    s = q.shape[-2]
+    if k.shape[-2] != s:
+        raise ValueError(
+            f"q and k must have the same sequence length, got {s} and {k.shape[-2]}; "
+            f"{unequal_lengths}"
+        )
+    if k.device != q.device:
+        raise ValueError(f"q and k must be on one device, got {q.device} and {k.device}")
+    return q, k, s

@@ -47,11 +47,23 @@ def alibi_slopes(
     n_heads = check.positive_int("n_heads", n_heads)
     dtype = check.float_dtype("dtype", dtype)
     device = check.device_value("device", device)
-    return round_once(_slopes(n_heads), dtype).to(device=device)
+    return round_once(alibi_slopes_formula(n_heads), dtype).to(device=device)
 
 
-def _slopes(n_heads: int) -> torch.Tensor:
-    """:func:`alibi_slopes` in float64 on the CPU, for a checked ``n_heads`` -> ``(h,)``."""
+def alibi_slopes_formula(n_heads: int) -> torch.Tensor:
+    """The slopes in float64: 2 ** (-8 (i + 1) / n) for the power of two n <= n_heads, then
+    every other slope of 2n for the heads beyond it.
+
+    The reference ``get_slopes`` (ofirpress/attention_with_linear_biases) in exponents, which
+    are exact binary fractions for a power of two; :func:`alibi_slopes` checks ``n_heads``
+    and rounds once to the requested dtype.
+
+    Args:
+        n_heads: number of heads, a positive integer (trusted).
+
+    Returns:
+        float64 tensor of shape ``(n_heads,)`` on the CPU.
+    """
     closest = 2 ** int(math.floor(math.log2(n_heads)))
     exponents = _power_of_two_exponents(closest)
     if closest != n_heads:
@@ -112,7 +124,7 @@ def _alibi_bias(
     device: torch.device | None,
 ) -> torch.Tensor:
     """:func:`alibi_bias` for checked arguments -> ``(h, q, k)``."""
-    slopes = _slopes(n_heads).to(device=device)  # (h,), float64
+    slopes = alibi_slopes_formula(n_heads).to(device=device)  # (h,), float64
     i = torch.arange(k_len - q_len, k_len, dtype=torch.float64, device=device)  # (q,)
     j = torch.arange(k_len, dtype=torch.float64, device=device)  # (k,)
     distance = i[:, None] - j[None, :]  # (q, k), i - j
@@ -153,6 +165,6 @@ def alibi_key_bias(
     k_len = check.positive_int("k_len", k_len)
     dtype = check.float_dtype("dtype", dtype)
     device = check.device_value("device", device)
-    slopes = _slopes(n_heads).to(device=device)  # (h,), float64
+    slopes = alibi_slopes_formula(n_heads).to(device=device)  # (h,), float64
     j = torch.arange(k_len, dtype=torch.float64, device=device)  # (k,)
     return round_once(slopes[:, None, None] * j[None, None, :], dtype)  # (h, 1, k)

@@ -52,7 +52,7 @@ def sinusoidal_frequencies(d_model: int, *, base: float = 10000.0) -> torch.Tens
 
 
 def _frequencies(d_model: int, base: float) -> torch.Tensor:
-    """:func:`frequencies` for checked arguments -> float64 ``(d_model // 2,)``."""
+    """:func:`sinusoidal_frequencies` for checked arguments -> float64 ``(d_model // 2,)``."""
     two_i = torch.arange(0, d_model, 2, dtype=torch.float64)  # (d/2,)
     return torch.pow(torch.tensor(base, dtype=torch.float64), -two_i / d_model)
 
@@ -74,10 +74,27 @@ def sinusoidal_wavelengths(d_model: int, *, base: float = 10000.0) -> torch.Tens
     return 2 * math.pi / sinusoidal_frequencies(d_model, base=base)
 
 
-def _table(pos: torch.Tensor, d_model: int, base: float, layout: str) -> torch.Tensor:
-    """The float64 encodings of float64 positions ``P`` (checked arguments) -> ``P + (d,)``."""
-    omega = _frequencies(d_model, base).to(pos.device)  # (d/2,)
-    angles = pos.unsqueeze(-1) * omega  # P + (d/2,), float64
+def sinusoidal_formula(
+    positions: torch.Tensor, d_model: int, base: float, layout: str
+) -> torch.Tensor:
+    """The formula itself: sin(pos * omega_i) and cos(pos * omega_i), laid out by ``layout``.
+
+    Every table of this module is this function of float64 positions, rounded once to the
+    requested dtype. It trusts its arguments (:func:`sinusoidal_encoding` and
+    :func:`sinusoidal_table` check them).
+
+    Args:
+        positions: float64 tensor of any shape ``P``.
+        d_model: even width d.
+        base: the base, > 1 (omega_i = base ** (-2i / d), :func:`sinusoidal_frequencies`).
+        layout: ``"interleaved"`` (sine i at dim 2i, cosine at 2i + 1) or ``"half"`` (sines,
+            then cosines).
+
+    Returns:
+        float64 tensor of shape ``P + (d_model,)``.
+    """
+    omega = _frequencies(d_model, base).to(positions.device)  # (d/2,)
+    angles = positions.unsqueeze(-1) * omega  # P + (d/2,)
     sin, cos = torch.sin(angles), torch.cos(angles)
     if layout == "interleaved":
         return torch.stack((sin, cos), dim=-1).flatten(-2)  # P + (d/2, 2) -> P + (d,)
@@ -120,7 +137,7 @@ def sinusoidal_encoding(
     if device is None and isinstance(positions, torch.Tensor):
         device = positions.device
     pos = check.as_positions("positions", positions)  # P, float64
-    return round_once(_table(pos, d_model, base, layout), dtype).to(device=device)
+    return round_once(sinusoidal_formula(pos, d_model, base, layout), dtype).to(device=device)
 
 
 def sinusoidal_table(
@@ -153,7 +170,7 @@ def sinusoidal_table(
     dtype = check.float_dtype("dtype", dtype)
     device = check.device_value("device", device)
     positions = torch.arange(n_positions, dtype=torch.float64)  # (n,)
-    return round_once(_table(positions, d_model, base, layout), dtype).to(device=device)
+    return round_once(sinusoidal_formula(positions, d_model, base, layout), dtype).to(device=device)
 
 
 class SinusoidalPositionalEncoding(nn.Module):
@@ -198,7 +215,7 @@ class SinusoidalPositionalEncoding(nn.Module):
 
     def _table(self, positions: torch.Tensor) -> torch.Tensor:
         """float64 rows for float64 ``positions`` ``(n,)`` -> ``(n, d)``, on their device."""
-        return _table(positions, self.d_model, self.base, self.layout)
+        return sinusoidal_formula(positions, self.d_model, self.base, self.layout)
 
     def _rows(self, start: int, stop: int, device: torch.device) -> torch.Tensor:
         """float64 rows for positions start .. stop-1 -> (stop - start, d)."""

@@ -2,7 +2,8 @@
 
 - :mod:`~posenc_core.book.figures`: the chapters' figures, by kind of plot, and the frames
   the static explorers show (:mod:`~posenc_core.book.figures.explorer_frames`), matplotlib;
-- widgets: :mod:`~posenc_core.book.widgets` (the explorers), ipywidgets;
+- :mod:`~posenc_core.book.widgets`: the explorers (the ``Explorer`` they are built on, the
+  explorers of formulas and the explorer of the study's measured curves), ipywidgets;
 - :mod:`~posenc_core.book.models`: the trained models (``ByteLM``, ``TinyTransformer``);
 - :mod:`~posenc_core.book.studies`: the studies that train them, their corpus and tasks, the
   readers of their results, and the provenance of those results;

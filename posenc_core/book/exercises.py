@@ -351,14 +351,14 @@ def check_checkpoint_conversion(convert: Callable) -> Feedback:
 
     ``convert(state, n_heads)`` gets the trained RoPE model's weights as
     :func:`~posenc_core.book.instruments.bugs.interleaved_checkpoint` gives them (query and key
-    rows,
-    weights and biases, in interleaved order) and must return the state dict the half-split
+    rows, weights and biases, in interleaved order) and must return the state dict the half-split
     model loads. Each query, key and value block of every ``attn.qkv`` tensor is compared with
     the trained model's, and a mismatch is named (not converted, converted the wrong way, the
     values permuted); when all match, the logits on a 512-byte held-out window are compared.
     """
-    from posenc_core.book.instruments.bugs import interleaved_checkpoint, windows
+    from posenc_core.book.instruments.bugs import interleaved_checkpoint
     from posenc_core.book.studies.corpus import heldout_excerpt
+    from posenc_core.book.studies.heldout import windows
     from posenc_core.book.studies.lm_study import load_lm
     from posenc_core.rope import permute_qk_weight
 
@@ -440,8 +440,9 @@ def check_decode_step(step: Callable) -> Feedback:
     tokens were left alone. Then the step decodes held-out text on the trained RoPE model
     (prefill 32, 256 bytes) and its logits are compared with the full forward pass.
     """
-    from posenc_core.book.instruments.bugs import cached_forward, windows
+    from posenc_core.book.instruments.bugs import cached_forward
     from posenc_core.book.studies.corpus import heldout_excerpt
+    from posenc_core.book.studies.heldout import windows
     from posenc_core.book.studies.lm_study import load_lm
     from posenc_core.rope import RotaryEmbedding
 

@@ -51,7 +51,7 @@ dynamic NTK and LongRoPE per call), ``test_rope_config.py`` (configs) and
 
 from .apply import apply_rope
 from .config import RopeConfig, rope_config_from_hf
-from .formula import LAYOUTS, rope_angles, rope_cos_sin, rotate_pairs
+from .formula import LAYOUTS, rope_angles, rope_cos_sin, rope_formula, rotate_pairs
 from .layouts import half_to_interleaved, interleaved_to_half, permute_qk_weight
 from .module import RotaryEmbedding
 from .scaling import (
@@ -79,6 +79,7 @@ __all__ = [
     "rope_attention_factor",
     "rope_config_from_hf",
     "rope_cos_sin",
+    "rope_formula",
     "rope_frequencies",
     "rotate_pairs",
 ]

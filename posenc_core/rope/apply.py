@@ -42,9 +42,8 @@ def apply_rope(
     (the dtype of ``x``; float64 for bfloat16/float16 inputs, then rounded once to their
     dtype; with tables of x's own low-precision dtype, the exact value rounded once), on
     every path (``tests/core/test_rope.py``, ``tests/core/test_rope_kernels.py``); within
-    float rounding of Hugging
-    Face's ``apply_rotary_pos_emb`` for ``layout="half"`` and of Meta's Llama
-    ``apply_rotary_emb`` (complex multiplication) and RoFormer's block-diagonal matrix for
+    float rounding of Hugging Face's ``apply_rotary_pos_emb`` for ``layout="half"`` and of Meta's
+    Llama ``apply_rotary_emb`` (complex multiplication) and RoFormer's block-diagonal matrix for
     ``"interleaved"`` (``tests/core/test_rope_reference.py``). With r < d it is Hugging
     Face's GPT-NeoX / Phi / Phi-3 partial rotary (``layout="half"``) and GPT-J's
     (``"interleaved"``).

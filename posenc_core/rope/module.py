@@ -157,8 +157,7 @@ class RotaryEmbedding(nn.Module):
                 offset+s-1, for decoding after a KV cache; offset + s - 1 <= 2**53, the
                 integers float64 holds exactly), or a real (integer or float, finite;
                 integers within [-2**53, 2**53]) tensor of shape ``(s,)`` (one sequence for
-                every row) or ``(b, s)``
-                (one per row: a left-padded batch, see
+                every row) or ``(b, s)`` (one per row: a left-padded batch, see
                 :func:`~posenc_core.positions.positions_from_attention_mask`, or packed
                 documents, :func:`~posenc_core.positions.packed_positions`); ``(b, s)`` needs q
                 and k of shape ``(b, s, d)`` or ``(b, h, s, d)`` (b may also be 1).
@@ -179,22 +178,9 @@ class RotaryEmbedding(nn.Module):
         self, q: torch.Tensor, k: torch.Tensor, positions: torch.Tensor | int | None
     ) -> torch.Tensor:
         """Check forward's arguments; return the positions as a tensor of shape (s,) or (b, s)."""
-        check.tensor("q", q, min_dim=2, floating=True)
-        check.tensor("k", k, min_dim=2, floating=True)
-        for name, t in (("q", q), ("k", k)):
-            if t.shape[-1] != self.head_dim:
-                raise ValueError(
-                    f"{name} must have last dimension head_dim={self.head_dim}, "
-                    f"got shape {tuple(t.shape)}"
-                )
-        s = q.shape[-2]
-        if k.shape[-2] != s:
-            raise ValueError(
-                f"q and k must have the same sequence length, got {s} and {k.shape[-2]}; "
-                "rotate cached keys when they are first computed"
-            )
-        if k.device != q.device:
-            raise ValueError(f"q and k must be on one device, got {q.device} and {k.device}")
+        q, k, s = check.query_key_pair(
+            q, k, self.head_dim, unequal_lengths="rotate cached keys when they are first computed"
+        )
         if positions is None or isinstance(positions, int) and not isinstance(positions, bool):
             offset = check.position_offset(
                 "positions (offset)", 0 if positions is None else positions, s

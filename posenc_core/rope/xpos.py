@@ -378,23 +378,15 @@ class XPosEmbedding(nn.Module):
         self, q: torch.Tensor, k: torch.Tensor, positions: torch.Tensor | int | None
     ) -> torch.Tensor:
         """Check forward's arguments; return the positions as a float64 (s,) tensor."""
-        check.tensor("q", q, min_dim=2, floating=True)
-        check.tensor("k", k, min_dim=2, floating=True)
-        for name, t in (("q", q), ("k", k)):
-            if t.shape[-1] != self.head_dim:
-                raise ValueError(
-                    f"{name} must have last dimension head_dim={self.head_dim}, "
-                    f"got shape {tuple(t.shape)}"
-                )
-        s = q.shape[-2]
-        if k.shape[-2] != s:
-            raise ValueError(
-                f"q and k must have the same sequence length (xPos scales both for the same "
-                f"positions: self-attention), got {s} and {k.shape[-2]}; for decoding with a "
+        q, k, s = check.query_key_pair(
+            q,
+            k,
+            self.head_dim,
+            unequal_lengths=(
+                "xPos scales both for the same positions (self-attention); for decoding with a "
                 "cache pass an explicit center and scale each new key once"
-            )
-        if k.device != q.device:
-            raise ValueError(f"q and k must be on one device, got {q.device} and {k.device}")
+            ),
+        )
         if positions is None or isinstance(positions, int) and not isinstance(positions, bool):
             offset = check.non_negative_int(
                 "positions (offset)", 0 if positions is None else positions

@@ -6,7 +6,8 @@ import pathlib
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 BOOK = ROOT / "posenc_core" / "book"
 MODULES = sorted(p for p in BOOK.rglob("*.py") if "__pycache__" not in p.parts)
-ROOMS = {"models", "studies", "instruments", "sources"}
+ROOMS = {"figures", "widgets", "models", "studies", "instruments", "sources"}
+MAX_LINES = 900
 
 
 def tree(path):
@@ -45,6 +46,46 @@ def test_no_private_name_is_imported_from_another_module():
                     if alias.name.startswith("_") and alias.name != "_validation":
                         found.append(f"{path.relative_to(ROOT)}: {node.module}.{alias.name}")
     assert not found, "private names imported across modules:\n" + "\n".join(found)
+
+
+def imported_names(module_tree):
+    """Names bound by imports from posenc_core in a module: the modules and objects it uses."""
+    names = set()
+    for node in ast.walk(module_tree):
+        if isinstance(node, ast.ImportFrom) and node.module and "posenc_core" in node.module:
+            names.update(alias.asname or alias.name for alias in node.names)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("posenc_core"):
+                    names.add(alias.asname or alias.name.split(".")[0])
+    return names
+
+
+def test_no_private_attribute_of_another_module_is_used():
+    """`corpus._installed_version()` reaches into another module as surely as an import does."""
+    found = []
+    for path in MODULES:
+        module_tree = tree(path)
+        names = imported_names(module_tree)
+        for node in ast.walk(module_tree):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id in names
+                and node.attr.startswith("_")
+                and not node.attr.startswith("__")
+            ):
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {node.value.id}.{node.attr}")
+    assert not found, "private attributes used across modules:\n" + "\n".join(found)
+
+
+def test_no_module_is_longer_than_a_reader_can_hold():
+    long = {
+        str(path.relative_to(ROOT)): n
+        for path in MODULES
+        if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES
+    }
+    assert not long, f"modules over {MAX_LINES} lines: {long}"
 
 
 def test_all_names_exist():

@@ -17,7 +17,7 @@ from posenc_core.attention import attention
 from posenc_core.book import exercises
 from posenc_core.book.instruments import bugs as dbg
 from posenc_core.book.models.byte_lm import ByteLM
-from posenc_core.book.studies import corpus
+from posenc_core.book.studies import corpus, heldout
 from posenc_core.book.studies import lm_study as ls
 from posenc_core.rope import RotaryEmbedding, parse_scaling, permute_qk_weight
 
@@ -39,7 +39,7 @@ def partial():
 
 @pytest.fixture(scope="module")
 def text():
-    return dbg.windows(corpus.heldout_excerpt(), 512, max_windows=3)[:, :-1]
+    return heldout.windows(corpus.heldout_excerpt(), 512, max_windows=3)[:, :-1]
 
 
 def gap(a, b):
@@ -290,9 +290,9 @@ def test_bug_curves_share_baselines_and_have_seed_rows(rope, learned):
         (lambda m, t: m(t, attend=3), TypeError, "attend"),
         (lambda m, t: dbg.cached_forward("model", t), TypeError, "ByteLM"),
         (lambda m, t: dbg.cached_forward(m, t, prefill=0), ValueError, "prefill"),
-        (lambda m, t: dbg.position_loss(lambda x: x, corpus.heldout_excerpt(), 64), ValueError,
+        (lambda m, t: heldout.position_loss(lambda x: x, corpus.heldout_excerpt(), 64), ValueError,
          r"\(b, s, 256\)"),
-        (lambda m, t: dbg.windows(torch.arange(10), 64), ValueError, "no window"),
+        (lambda m, t: heldout.windows(torch.arange(10), 64), ValueError, "no window"),
     ],
 )  # fmt: skip
 def test_bad_input_names_the_argument(rope, text, call, error, pattern):

@@ -7,7 +7,7 @@ import torch
 
 from posenc_core.book.instruments import bugs as dbg
 from posenc_core.book.instruments import frequency_use as fu
-from posenc_core.book.studies import corpus
+from posenc_core.book.studies import corpus, heldout
 from posenc_core.book.studies import lm_study as ls
 
 
@@ -18,7 +18,7 @@ def rope():
 
 @pytest.fixture(scope="module")
 def tokens():
-    return dbg.windows(corpus.heldout_excerpt(), 64, max_windows=8)[:, :-1]
+    return heldout.windows(corpus.heldout_excerpt(), 64, max_windows=8)[:, :-1]
 
 
 @pytest.fixture(scope="module")

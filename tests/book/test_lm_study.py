@@ -166,7 +166,7 @@ def test_config_refuses_bad_values():
         st.LMStudyConfig(seeds=3)
     with pytest.raises(ValueError, match="n_heads"):
         st.LMStudyConfig(d_model=64, n_heads=3)
-    with pytest.raises(TypeError, match="unknown option"):
+    with pytest.raises(TypeError, match="unknown study option"):
         st.LMStudyConfig.from_dict({"stepz": 3})
     with pytest.raises(TypeError, match="LMStudyConfig"):
         st.train_lm("rope", {"steps": 3}, 0)

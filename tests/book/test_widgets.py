@@ -648,7 +648,7 @@ def test_incremental_redraw_matches_a_full_redraw(live, name):
     e.set(**{last: e.grid[last][-1]})
     incremental = e.figure_png()
     e._fig._posenc_artists["background"] = None
-    assert explorer_frames.figure_png(e._fig, dpi=widgets.LIVE_DPI) == incremental
+    assert explorer_frames.figure_png(e._fig, dpi=widgets.explorer.LIVE_DPI) == incremental
     e.set(**defaults)
 
 
@@ -807,7 +807,7 @@ def test_loss_explorer_live_shows_the_same_curves(loss_static):
     e._fig._posenc_artists["background"] = None
     from posenc_core.book.figures import explorer_frames
 
-    assert explorer_frames.figure_png(e._fig, dpi=widgets.LIVE_DPI) == incremental
+    assert explorer_frames.figure_png(e._fig, dpi=widgets.explorer.LIVE_DPI) == incremental
     art = e._fig._posenc_artists
     np.testing.assert_array_equal(art["line"].get_ydata(), e.data["mean"])
 

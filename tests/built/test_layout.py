@@ -39,7 +39,7 @@ pytest.importorskip("playwright.sync_api")
 # modules rather than all of them: its pages share one layout (_static/posenc.css wraps their
 # code lines), and 2 x 30 more page loads would cost the suite about two minutes.
 SOURCE_SAMPLES = (
-    "_modules/posenc_core/book/widgets.html",
+    "_modules/posenc_core/book/studies/encoder_study.html",
     "_modules/posenc_core/rope/scaling.html",
 )
 

@@ -16,15 +16,12 @@ positions.
 
 import pytest
 import torch
+from tiny_hf import VOCAB, batch, tiny_neox, tiny_phi3
 from transformers import (
     GPTJConfig,
     GPTJForCausalLM,
-    GPTNeoXConfig,
-    GPTNeoXForCausalLM,
     LlamaConfig,
     LlamaForCausalLM,
-    Phi3Config,
-    Phi3ForCausalLM,
     PhiConfig,
     PhiForCausalLM,
     Qwen2Config,
@@ -38,29 +35,11 @@ from transformers.models.phi3 import modeling_phi3
 from transformers.models.qwen2 import modeling_qwen2
 
 import posenc_core as pc
-from posenc_core.positions import (
-    document_ids_from_lengths,
-    packed_positions,
-    positions_from_attention_mask,
-)
 
-VOCAB = 97
 # float32 logits of O(1): both runs compute the same rotation up to the order of a few float32
 # operations and HF's float32 angles (error < 64 * 3 * 2**-24 rad at these positions). Measured
 # here in one run: at most 5.4e-7 over all these tests.
 ATOL = 1e-5
-
-
-def batch(s, pad=5, first_document=None):
-    """input_ids, attention_mask and position_ids (3, s): plain, left-padded, packed."""
-    g = torch.Generator().manual_seed(s)
-    input_ids = torch.randint(3, VOCAB, (3, s), generator=g)
-    mask = torch.ones(3, s, dtype=torch.long)
-    mask[1, :pad] = 0
-    positions = positions_from_attention_mask(mask)
-    first = first_document or s // 3
-    positions[2] = packed_positions(document_ids_from_lengths([first, s - first]))
-    return input_ids, mask, positions
 
 
 def run(model, s, **kw):
@@ -186,18 +165,7 @@ def test_qwen2(monkeypatch):
 
 def test_gpt_neox_rotary_pct(monkeypatch):
     """GPT-NeoX (Pythia): rotary_pct 0.25 of head_dim 32 rotates 8 dims, frequencies over 8."""
-    torch.manual_seed(0)
-    config = GPTNeoXConfig(
-        hidden_size=128,
-        num_attention_heads=4,
-        intermediate_size=256,
-        num_hidden_layers=2,
-        vocab_size=VOCAB,
-        max_position_embeddings=64,
-        rotary_pct=0.25,
-        rotary_emb_base=10000,
-    )
-    model = GPTNeoXForCausalLM(config).eval()
+    model = tiny_neox(hidden_size=128)
     expected = run(model, 40)
     rope = rotate_in_apply(monkeypatch, model, modeling_gpt_neox)
     assert (rope.head_dim, rope.rotary_dim) == (32, 8)
@@ -242,32 +210,6 @@ def test_phi_partial_rotary_factor(monkeypatch):
     )
     assert (rope.head_dim, rope.rotary_dim) == (20, 8)
     torch.testing.assert_close(run(model, 40), expected, rtol=0, atol=ATOL)
-
-
-def tiny_phi3(partial_rotary_factor=1.0):
-    torch.manual_seed(0)
-    rotary = int(16 * partial_rotary_factor)
-    g = torch.Generator().manual_seed(1)
-    config = Phi3Config(
-        hidden_size=64,
-        num_attention_heads=4,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        vocab_size=VOCAB,
-        pad_token_id=0,
-        bos_token_id=1,
-        eos_token_id=2,
-        max_position_embeddings=256,
-        original_max_position_embeddings=16,
-        rope_parameters={
-            "rope_type": "longrope",
-            "rope_theta": 10000.0,
-            "partial_rotary_factor": partial_rotary_factor,
-            "short_factor": (1 + torch.rand(rotary // 2, generator=g)).tolist(),
-            "long_factor": (1 + 20 * torch.rand(rotary // 2, generator=g)).tolist(),
-        },
-    )
-    return Phi3ForCausalLM(config).eval()
 
 
 @pytest.mark.parametrize(

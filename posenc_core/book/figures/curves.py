@@ -420,8 +420,7 @@ def position_loss_figure(
 
     Each curve is a ``(S, P)`` stack (one row per seed, e.g.
     :func:`~posenc_core.book.studies.lm_curves.method_curves`), drawn as :func:`seed_band` gives
-    it: the
-    mean over seeds of bucketed means, with a shaded min-max band over seeds. The training
+    it: the mean over seeds of bucketed means, with a shaded min-max band over seeds. The training
     length is shaded and the x ticks are multiples of L.
 
     Args:

@@ -7,15 +7,15 @@ The instruments:
   whose options expose every positional input: the positions (per row), an extra additive
   attention bias (padding or document masks), the rotation applied to queries and keys
   (:data:`~posenc_core.book.models.byte_lm.Rotate`), a factor on the scores, and the whole
-  attention of a
-  layer (:data:`~posenc_core.book.models.byte_lm.Attend`). The bugs below are expressed through it;
-  nothing here re-implements the model.
+  attention of a layer (:data:`~posenc_core.book.models.byte_lm.Attend`). The bugs below are
+  expressed through it; nothing here re-implements the model.
 * :func:`cached_forward`: teacher-forced decoding with a KV cache, one token at a time after a
   prefill, with the decoding step (rotate the new token, append to the cache) replaceable by
   :data:`Step` functions such as :func:`correct_step`. Without a bug it equals the full forward
   pass to float rounding.
-* :func:`position_loss`: held-out loss at every position of windows of the committed excerpt,
-  for any function from tokens to logits.
+* :func:`~posenc_core.book.studies.heldout.position_loss`: held-out loss at every position
+  of windows of the committed excerpt, for any function from tokens to logits (the studies'
+  own measurement).
 
 Each bug of :data:`BUGS` is a :class:`Bug`: the broken computation and its correct
 counterpart, both functions ``(model, tokens) -> logits`` for the same input (for left padding
@@ -43,11 +43,11 @@ from typing import Any
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from posenc_core import _validation as check
 from posenc_core.attention import attention
 from posenc_core.book.models.byte_lm import ByteLM, Rotate
+from posenc_core.book.studies import heldout
 from posenc_core.positions import (
     document_ids_from_lengths,
     packed_causal_mask,
@@ -61,8 +61,6 @@ __all__ = [
     "cached_forward",
     "correct_step",
     "off_by_one_step",
-    "position_loss",
-    "windows",
     "Bug",
     "BUGS",
     "PAD_COUNTS",
@@ -186,63 +184,6 @@ def cached_forward(
 # ----------------------------------------------------------------------------- measuring
 
 
-def windows(data: torch.Tensor, length: int, *, max_windows: int | None = None) -> torch.Tensor:
-    """Consecutive non-overlapping windows of ``length + 1`` bytes of ``data``, as
-    :func:`~posenc_core.book.studies.lm_study.per_position_loss` cuts them: ``(n, length + 1)``."""
-    check.tensor("data", data, min_dim=1)
-    length = check.positive_int("length", length)
-    n = (len(data) - 1) // length
-    if max_windows is not None:
-        n = min(n, check.positive_int("max_windows", max_windows))
-    if n < 1:
-        raise ValueError(f"data of {len(data)} bytes holds no window of {length + 1} bytes")
-    return data[(torch.arange(n) * length)[:, None] + torch.arange(length + 1)]
-
-
-def position_loss(
-    logits_of: Callable[[torch.Tensor], torch.Tensor],
-    data: torch.Tensor,
-    length: int,
-    *,
-    batch: int = 64,
-    max_windows: int | None = None,
-) -> np.ndarray:
-    """Mean next-byte cross-entropy at every position, for any function tokens -> logits.
-
-    The windows are those of :func:`~posenc_core.book.studies.lm_study.per_position_loss` (which
-    this
-    equals for ``logits_of = model``).
-
-    Args:
-        logits_of: ``(b, s)`` int64 tokens -> ``(b, s, 256)`` logits (called under
-            ``torch.no_grad()``).
-        data: int64 ``(n,)`` bytes.
-        length: window length P.
-        batch: windows per call.
-        max_windows: use only the first ones (None: every whole window).
-
-    Returns:
-        float64 ``(P,)``, nats.
-    """
-    if not callable(logits_of):
-        raise TypeError(f"logits_of must be callable, got {logits_of!r}")
-    w = windows(data, length, max_windows=max_windows)
-    batch = check.positive_int("batch", batch)
-    total = torch.zeros(length, dtype=torch.float64)
-    with torch.no_grad():
-        for i in range(0, len(w), batch):
-            chunk = w[i : i + batch]
-            logits = logits_of(chunk[:, :-1])
-            if logits.shape != (*chunk[:, :-1].shape, 256):
-                raise ValueError(
-                    f"logits_of must return (b, s, 256), got {tuple(logits.shape)} for tokens "
-                    f"of shape {tuple(chunk[:, :-1].shape)}"
-                )
-            nll = F.cross_entropy(logits.transpose(1, 2), chunk[:, 1:], reduction="none")
-            total += nll.double().sum(0)
-    return (total / len(w)).numpy()
-
-
 def logit_gap(a: torch.Tensor, b: torch.Tensor) -> np.ndarray:
     """The largest ``abs(a - b)`` at each position: logits ``(b, s, V)`` -> float64 ``(s,)``."""
     for name, t in (("a", a), ("b", b)):
@@ -335,8 +276,7 @@ class StickyDynamicNTK:
 
     Use :meth:`rotate` as the ``rotate`` of
     :meth:`ByteLM.forward <posenc_core.book.models.byte_lm.ByteLM.forward>`; :meth:`fresh` forgets
-    the
-    history.
+    the history.
 
     Args:
         head_dim: d_h (the whole head rotates).
@@ -752,7 +692,8 @@ def bug_curves(
 
         def measure(run: Run, ms: Sequence[ByteLM], length: int, n: int | None) -> np.ndarray:
             curves = [
-                position_loss(lambda t, m=m: run(m, t), data, length, max_windows=n) for m in ms
+                heldout.position_loss(lambda t, m=m: run(m, t), data, length, max_windows=n)
+                for m in ms
             ]
             return np.stack(curves)
 

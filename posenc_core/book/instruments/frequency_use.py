@@ -5,8 +5,7 @@ useful?") report that Gemma 7B puts most of its query/key norm in the lowest fre
 act as nearly position-free "semantic" channels, and builds its positional heads (attending to a
 fixed offset, such as the previous token) from the highest ones. This module measures the same
 quantities on the book's :class:`~posenc_core.book.models.byte_lm.ByteLM` RoPE models, and runs the
-ablation
-that tests the claim:
+ablation that tests the claim:
 
 * :func:`captured_attention`: every layer's queries and keys before and after rotation, and the
   attention weights, for a batch of held-out windows (through

@@ -1,9 +1,8 @@
 """The language-model corpus: the Python source of Pygments 2.21.0, as bytes, split by file.
 
 **Why this corpus.** The language-model study (:mod:`posenc_core.book.studies.lm_study`) needs real
-text
-that no one here wrote, that installs offline from a registry at a pinned version, and that gives
-position real work: Python source does, with indentation that must match the enclosing block,
+text that no one here wrote, that installs offline from a registry at a pinned version, and that
+gives position real work: Python source does, with indentation that must match the enclosing block,
 brackets that must close, and long regular-expression tables whose columns line up. Pygments
 (``pip install pygments==2.21.0``) is pure Python and is already installed wherever Jupyter is (it
 is a dependency of IPython), so pinning it adds no package.
@@ -55,6 +54,7 @@ __all__ = [
     "VOCAB",
     "EXCERPT_FILE",
     "LICENSE_FILE",
+    "installed_pygments_version",
     "is_generated",
     "corpus_files",
     "corpus_split",
@@ -121,7 +121,9 @@ def is_generated(relative_path: str) -> bool:
     return name in _GENERATED or name.endswith("_builtins.py")
 
 
-def _installed_version() -> str | None:
+def installed_pygments_version() -> str | None:
+    """The version of the installed Pygments, the corpus's source (None: not installed); the
+    studies record it beside :data:`PYGMENTS_VERSION`, the one the corpus is pinned to."""
     try:
         return importlib.metadata.version("pygments")
     except importlib.metadata.PackageNotFoundError:
@@ -186,8 +188,8 @@ def corpus_split(split: str) -> torch.Tensor:
     actual = hashlib.sha256(data).hexdigest()
     if actual != expected[split]:
         raise ValueError(
-            f"the {split} split of the installed Pygments {_installed_version()} has SHA-256 "
-            f"{actual}, expected {expected[split]} (Pygments {PYGMENTS_VERSION}): install "
+            f"the {split} split of the installed Pygments {installed_pygments_version()} has "
+            f"SHA-256 {actual}, expected {expected[split]} (Pygments {PYGMENTS_VERSION}): install "
             f"`pygments=={PYGMENTS_VERSION}` to train; evaluation reads {EXCERPT_FILE.name}"
         )
     return _as_tensor(data)

@@ -27,8 +27,7 @@ positions inside the training length (< L) and beyond it are never averaged toge
 
 Initialisation follows the models that use each scheme, as
 :class:`~posenc_core.book.models.byte_lm.ByteLM` does: GPT-2's (linear layers and embeddings N(0,
-0.02),
-biases 0, the output projections of attention and MLP N(0, 0.02 / sqrt(2 n_layers))), the
+0.02), biases 0, the output projections of attention and MLP N(0, 0.02 / sqrt(2 n_layers))), the
 learned table N(0, 0.02) (BERT, GPT-2) with ``eval_factor * L`` rows (rows L .. 4L - 1 are never
 reached in training, so they keep their initial values), and for the sinusoidal scheme the token
 embeddings N(0, 1/d) multiplied by sqrt(d) at the input (Vaswani et al. Sec. 3.4), so that tokens
@@ -67,7 +66,7 @@ import pathlib
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -79,7 +78,7 @@ from posenc_core import _validation as check
 from posenc_core.analysis import cosine_similarity_matrix, similarity_by_offset
 from posenc_core.book import DATA
 from posenc_core.book.models.encoder import SCHEMES, TinyTransformer, parameter_counts
-from posenc_core.book.studies import provenance
+from posenc_core.book.studies import options, provenance
 from posenc_core.book.studies.synthetic_tasks import CAUSAL_TASKS, TASKS, make_batch
 
 __all__ = [
@@ -110,6 +109,7 @@ folder (:data:`posenc_core.book.DATA`), so they are installed with it."""
 CODE_MODULES = (
     "book.studies.encoder_study",
     "book.studies.synthetic_tasks",
+    "book.studies.options",
     "book.models.encoder",
     "attention",
     "rope",
@@ -124,11 +124,13 @@ a package, such as ``rope``, counts with every module in its folder)."""
 
 
 @dataclass(frozen=True)
-class StudyConfig:
+class StudyConfig(options.Options):
     """The study's configuration (the defaults are what ``make study`` runs), checked once here.
 
     Every other function of this module trusts a ``StudyConfig`` it is given. The results file
-    stores :meth:`to_dict`; :meth:`from_dict` reads it back (missing keys take the defaults).
+    stores :meth:`~posenc_core.book.studies.options.Options.to_dict`;
+    :meth:`~posenc_core.book.studies.options.Options.from_dict` reads it back (missing keys take
+    the defaults).
 
     Args:
         settings: drawn from :data:`SETTINGS` (non-empty).
@@ -183,8 +185,8 @@ class StudyConfig:
     log_every: int = 50
 
     def __post_init__(self) -> None:
-        def put(name: str, value: Any) -> None:  # a frozen dataclass: normalise in place
-            object.__setattr__(self, name, value)
+        def put(name: str, value: Any) -> None:
+            options.normalise(self, name, value)
 
         for name in _POSITIVE_INT_FIELDS:
             put(name, check.positive_int(name, getattr(self, name)))
@@ -206,11 +208,7 @@ class StudyConfig:
         if isinstance(self.seeds, (int, str)) or not self.seeds:
             raise TypeError(f"seeds must be a non-empty list of integers, got {self.seeds!r}")
         put("seeds", tuple(check.non_negative_int("seed", s) for s in self.seeds))
-        if d_h_bad := (self.d_model % self.n_heads or (self.d_model // self.n_heads) % 2):
-            raise ValueError(
-                f"n_heads={self.n_heads} must divide d_model={self.d_model} into even head "
-                f"widths (remainder {d_h_bad})"
-            )
+        options.even_head_widths(self.d_model, self.n_heads)
         if not self.plan():
             raise ValueError(
                 f"settings {self.settings} and tasks {self.tasks} leave nothing to run: the "
@@ -237,34 +235,6 @@ class StudyConfig:
             for scheme in self.schemes
             for seed in self.seeds
         ]
-
-    def to_dict(self) -> dict[str, Any]:
-        """The configuration as a JSON-ready dict (lists for the list options)."""
-        return {
-            f.name: list(v) if isinstance(v := getattr(self, f.name), tuple) else v
-            for f in fields(self)
-        }
-
-    @classmethod
-    def from_dict(cls, options: Mapping[str, Any]) -> StudyConfig:
-        """A configuration from a dict such as :meth:`to_dict` writes (missing keys: defaults).
-
-        Raises:
-            TypeError: ``options`` is not a mapping, or names an option that does not exist.
-        """
-        if not isinstance(options, Mapping):
-            raise TypeError(
-                f"a study configuration must be a dict of options, got {type(options).__name__}"
-            )
-        known = [f.name for f in fields(cls)]
-        unknown = set(options) - set(known)
-        if unknown:
-            raise TypeError(f"unknown study option(s) {sorted(unknown)}; known: {sorted(known)}")
-        return cls(**options)
-
-    def replace(self, **overrides: Any) -> StudyConfig:
-        """A copy with some options changed (checked like any new configuration)."""
-        return StudyConfig.from_dict({**self.to_dict(), **overrides})
 
 
 _POSITIVE_INT_FIELDS = (
@@ -586,7 +556,9 @@ def run_encoder_study(
             ``run_encoder_study(StudyConfig(steps=60))``.
 
     Returns:
-        dict with ``config`` (:meth:`StudyConfig.to_dict`), ``runs`` (key :func:`run_key` ->
+        dict with ``config``
+        (:meth:`StudyConfig.to_dict <posenc_core.book.studies.options.Options.to_dict>`),
+        ``runs`` (key :func:`run_key` ->
         ``setting``, ``task``, ``scheme``, ``seed``, ``curve`` (loss per step),
         ``acc_curve`` (in-range accuracy during training), ``acc`` (:func:`evaluate`),
         ``params``, ``seconds``, and for learned tables ``table`` / ``table_init`` (if

@@ -39,7 +39,7 @@ import torch
 from posenc_core.book import DATA
 from posenc_core.book.instruments import bugs as dbg
 from posenc_core.book.instruments import frequency_use as fu
-from posenc_core.book.studies import corpus, lm_study, provenance
+from posenc_core.book.studies import corpus, heldout, lm_study, provenance
 
 __all__ = [
     "CODE_MODULES",
@@ -150,7 +150,7 @@ def ablation_curves(
         out = []
         for m in rope:
             run = functools.partial(m, rotate=fu.without_pairs(m, pairs, length))
-            out.append(dbg.position_loss(run, text, length))  # every whole window
+            out.append(heldout.position_loss(run, text, length))  # every whole window
         return np.stack(out)
 
     return {"none": curves(()), **{name: curves(p) for name, p in ablations.items()}}

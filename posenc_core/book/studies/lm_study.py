@@ -1,18 +1,15 @@
 """A causal byte-level language model on real text, measured position by position.
 
 Every positional scheme of :class:`~posenc_core.book.models.byte_lm.ByteLM` (NoPE, sinusoidal,
-learned, RoPE,
-ALiBi, T5's bias) is trained causally on windows of L bytes of Pygments' source
+learned, RoPE, ALiBi, T5's bias) is trained causally on windows of L bytes of Pygments' source
 (:mod:`posenc_core.book.studies.corpus`), for several seeds, with next-byte cross-entropy. Each
-trained
-model is then evaluated on the committed held-out excerpt in windows of 8L bytes, and the loss is
-kept **per position** 0 .. 8L-1 (the mean over windows; one curve per seed), so that what a
+trained model is then evaluated on the committed held-out excerpt in windows of 8L bytes, and the
+loss is kept **per position** 0 .. 8L-1 (the mean over windows; one curve per seed), so that what a
 scheme does inside the training length and beyond it are never averaged together.
 
 On the trained RoPE models, without further training, the long-context methods are switched in at
 inference (:meth:`~posenc_core.book.models.byte_lm.ByteLM.set_rope_scaling`), each at the factor s
-= 4 (which
-targets 4L) and s = 8 (8L), with original_max_position_embeddings = L (:data:`METHODS`):
+= 4 (which targets 4L) and s = 8 (8L), with original_max_position_embeddings = L (:data:`METHODS`):
 position interpolation (``linear``), NTK-aware (``ntk``), dynamic NTK (``dynamic``), YaRN with
 its attention factor 0.1 ln(s) + 1 (``yarn``) and Llama 3.1's rule (``llama3``, with Llama 3.1's
 own low_freq_factor 1 and high_freq_factor 4: they are ratios to L0, so they carry over to any
@@ -55,7 +52,7 @@ import pathlib
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -65,7 +62,7 @@ import torch.nn.functional as F
 from posenc_core import _validation as check
 from posenc_core.book import DATA
 from posenc_core.book.models.byte_lm import SCHEMES, ByteLM
-from posenc_core.book.studies import corpus, provenance
+from posenc_core.book.studies import corpus, heldout, options, provenance
 
 __all__ = [
     "METHODS",
@@ -124,6 +121,8 @@ METHODS: dict[str, Callable[[LMStudyConfig, float], dict[str, Any]]] = {
 
 CODE_MODULES = (
     "book.studies.lm_study",
+    "book.studies.heldout",
+    "book.studies.options",
     "book.studies.corpus",
     "book.models.byte_lm",
     "attention",
@@ -139,7 +138,7 @@ counts with every module in its folder)."""
 
 
 @dataclass(frozen=True)
-class LMStudyConfig:
+class LMStudyConfig(options.Options):
     """The language-model study's configuration; the defaults are the book's CPU run.
 
     Args:
@@ -216,7 +215,7 @@ class LMStudyConfig:
 
     def __post_init__(self) -> None:
         def put(name: str, value: Any) -> None:
-            object.__setattr__(self, name, value)
+            options.normalise(self, name, value)
 
         for name in _POSITIVE:
             put(name, check.positive_int(name, getattr(self, name)))
@@ -272,11 +271,7 @@ class LMStudyConfig:
                 f"need 2 <= eval_factor and finetune_factor <= eval_factor, got "
                 f"eval_factor={self.eval_factor}, finetune_factor={self.finetune_factor}"
             )
-        if self.d_model % self.n_heads or (self.d_model // self.n_heads) % 2:
-            raise ValueError(
-                f"n_heads={self.n_heads} must divide d_model={self.d_model} into even head widths"
-            )
-        head_dim = self.d_model // self.n_heads
+        head_dim = options.even_head_widths(self.d_model, self.n_heads)
         dims = tuple(check.even_int("rotary_dim", r) for r in _listed(self, "rotary_dims"))
         for r in dims:
             if not 2 <= r < head_dim:
@@ -324,28 +319,6 @@ class LMStudyConfig:
             return self.finetune_batch
         return max(1, self.batch // self.finetune_factor)
 
-    def to_dict(self) -> dict[str, Any]:
-        """The configuration as a JSON-ready dict."""
-        return {
-            f.name: list(v) if isinstance(v := getattr(self, f.name), tuple) else v
-            for f in fields(self)
-        }
-
-    @classmethod
-    def from_dict(cls, options: Mapping[str, Any]) -> LMStudyConfig:
-        """A configuration from a dict such as :meth:`to_dict` writes (missing keys: defaults).
-
-        Raises:
-            TypeError: not a mapping, or an unknown option.
-        """
-        if not isinstance(options, Mapping):
-            raise TypeError(f"options must be a dict, got {type(options).__name__}")
-        known = {f.name for f in fields(cls)}
-        unknown = set(options) - known
-        if unknown:
-            raise TypeError(f"unknown option(s) {sorted(unknown)}; known: {sorted(known)}")
-        return cls(**options)
-
 
 _POSITIVE = (
     "train_len",
@@ -363,12 +336,8 @@ _POSITIVE = (
 
 
 def _listed(c: LMStudyConfig, name: str) -> tuple:
-    value = getattr(c, name)
-    if isinstance(value, (str, int)) or not isinstance(value, Sequence):
-        raise TypeError(f"{name} must be a list, got {value!r}")
-    if not value and name not in ("finetune_methods", "rotary_dims", "extra_schemes"):
-        raise ValueError(f"{name} must not be empty")
-    return tuple(value)
+    may_be_empty = name in ("finetune_methods", "rotary_dims", "extra_schemes")
+    return options.listed(name, getattr(c, name), may_be_empty=may_be_empty)
 
 
 def _config(config: object) -> LMStudyConfig:
@@ -501,10 +470,11 @@ def per_position_loss(
 ) -> np.ndarray:
     """Mean next-byte cross-entropy at every position of windows of ``length`` bytes.
 
-    The data are cut into consecutive, non-overlapping windows of ``length + 1`` bytes (the
-    last byte of a window is only a target). Position t's loss is that of predicting byte t + 1
-    from bytes 0 .. t of its window, so the curve at t measures the model with t + 1 bytes of
-    context at absolute position t.
+    The data are cut into consecutive, non-overlapping windows of ``length + 1`` bytes
+    (:func:`~posenc_core.book.studies.heldout.windows`; the last byte of a window is only a
+    target). Position t's loss is that of predicting byte t + 1 from bytes 0 .. t of its
+    window, so the curve at t measures the model with t + 1 bytes of context at absolute
+    position t (:func:`~posenc_core.book.studies.heldout.position_loss`).
 
     Args:
         model: a :class:`~posenc_core.book.models.byte_lm.ByteLM` (evaluated in
@@ -523,25 +493,10 @@ def per_position_loss(
     """
     if not isinstance(model, ByteLM):
         raise TypeError(f"model must be a ByteLM, got {type(model).__name__}")
-    check.tensor("data", data, min_dim=1)
-    length, batch = check.positive_int("length", length), check.positive_int("batch", batch)
-    n = (len(data) - 1) // length
-    if max_windows is not None:
-        n = min(n, check.positive_int("max_windows", max_windows))
-    if n < 1:
-        raise ValueError(
-            f"data of {len(data)} bytes holds no window of length + 1 = {length + 1} bytes"
-        )
     device = next(model.parameters()).device
-    starts = torch.arange(n) * length
-    total = torch.zeros(length, dtype=torch.float64)
-    with torch.no_grad():
-        for i in range(0, n, batch):
-            w = data[starts[i : i + batch, None] + torch.arange(length + 1)].to(device)  # (b, P+1)
-            logits = model(w[:, :-1])  # (b, P, V)
-            nll = F.cross_entropy(logits.transpose(1, 2), w[:, 1:], reduction="none")  # (b, P)
-            total += nll.double().sum(0).cpu()
-    return (total / n).numpy()
+    return heldout.position_loss(
+        lambda tokens: model(tokens.to(device)), data, length, batch=batch, max_windows=max_windows
+    )
 
 
 # ----------------------------------------------------------------------------- the study
@@ -776,7 +731,7 @@ def _save(results, models, c, out: pathlib.Path) -> dict[str, Any]:
     saved = {
         "code_hashes": code_hashes(),
         **{k: v for k, v in results.items() if k not in _CURVES},
-        "versions": provenance.library_versions(pygments=corpus._installed_version()),
+        "versions": provenance.library_versions(pygments=corpus.installed_pygments_version()),
         "checkpoints": checkpoints,
         **{k: provenance.round_floats(results[k], 4) for k in _CURVES},
     }
@@ -823,8 +778,7 @@ def load_lm(
 
     Returns:
         the :class:`~posenc_core.book.models.byte_lm.ByteLM` in eval mode on the CPU, with plain
-        RoPE (no
-        scaling).
+        RoPE (no scaling).
 
     Raises:
         KeyError: no checkpoint for (scheme, seed); the message lists those there are.

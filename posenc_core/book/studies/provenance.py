@@ -2,8 +2,7 @@
 
 Every results file the studies write (:mod:`posenc_core.book.studies.encoder_study`,
 :mod:`posenc_core.book.studies.lm_study`, :mod:`posenc_core.book.studies.evaluations`) records a
-*source key*
-for each module that determines its numbers, and a chapter or test calls the study's
+*source key* for each module that determines its numbers, and a chapter or test calls the study's
 ``is_stale`` to compare them with the installed code.
 
 A source key is the SHA-256 of what the module computes, not of its bytes:

@@ -92,6 +92,27 @@ def test_broken_decode_step_differs_and_the_probe_names_both_bugs(rope, text):
     assert exercises.check_decode_step(dbg.correct_step)
 
 
+@torch.no_grad()
+def test_one_decoded_token_already_meets_its_own_unrotated_key(rope, text):
+    """Chapter 8's decode-step exercise: the cache takes the new key before the new query
+    attends, so a key cached unrotated (at the right position) shows in the first decoded
+    token's logits; the correct step does not."""
+
+    def key_unrotated(rope_, cache, q, k, v):
+        q, _ = rope_(q, k, cache["k"].shape[-2])
+        cache["k"] = torch.cat([cache["k"], k], dim=-2)
+        cache["v"] = torch.cat([cache["v"], v], dim=-2)
+        return q
+
+    t = text[:, :9]
+    full = rope(t)
+    bad = dbg.cached_forward(rope, t, prefill=8, step=key_unrotated)
+    good = dbg.cached_forward(rope, t, prefill=8)
+    assert gap(bad[:, 8], full[:, 8]) > 0.5
+    assert gap(good[:, 8], full[:, 8]) < 1e-4
+    assert gap(bad[:, :8], full[:, :8]) < 1e-5  # the prompt is untouched
+
+
 def test_a_step_that_does_not_append_is_refused(rope, text):
     def lazy(rope_, cache, q, k, v):
         return rope_(q, k, cache["k"].shape[-2])[0]

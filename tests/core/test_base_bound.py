@@ -86,6 +86,19 @@ def test_matches_su_jianlin_recomputation_of_the_paper_table():
         assert float(f"{ours:.1e}") == published, (L, ours)
 
 
+def test_two_figure_bases_can_fail_the_bound_they_round():
+    """Chapter 3's even-handed reading: Su's printed values are our bound to two figures at
+    L = 2k, 4k and 16k, yet taken as printed they fail the test (rounding down lands below the
+    smallest passing base, rounding up can land in a gap); numpy brute force, m = 0 .. L - 1."""
+    printed = {2048: 1.2e4, 4096: 2.7e4, 16384: 2.3e5}
+    for L, base in printed.items():
+        assert float(f"{rope_base_lower_bound(L - 1, 128):.1e}") == base
+        assert _numpy_min_curve(np.array([base]), L - 1, 128)[0] < -0.4, L
+    # and a rounded value need not fail: Su's 6.3e5 at 32k passes, Men et al.'s 6.4e5 does not
+    assert _numpy_min_curve(np.array([6.3e5]), 32767, 128)[0] >= 0
+    assert _numpy_min_curve(np.array([6.4e5]), 32767, 128)[0] < 0
+
+
 def test_lower_bound_is_reproducible_and_within_rtol():
     a = rope_base_lower_bound(1000, 64, rtol=1e-9)
     assert a == rope_base_lower_bound(1000, 64, rtol=1e-9)

@@ -103,3 +103,55 @@ def test_xpos_scheme_is_the_core_xpos_to_float32_rounding():
         ByteLM("xpos", rotary_dim=8)
     tokens = torch.randint(0, 256, (2, 40))
     assert m(tokens).shape == (2, 40, 256)
+
+
+@pytest.mark.parametrize("scheme", list(SCHEMES))
+def test_attention_weights_are_what_the_layers_attend_with(scheme):
+    """Weights causal and normalised; and a pass that attends with exactly these weights (the
+    spy's output, w @ v) reproduces the model's own logits, so they are the model's weights."""
+    m = _model(scheme, t5_num_buckets=8, t5_max_distance=16)
+    x = torch.randint(256, (2, 24), generator=torch.Generator().manual_seed(2))
+    weights = m.attention_weights(x)
+    assert len(weights) == 2 and weights[0].shape == (2, 4, 24, 24)
+    for w in weights:
+        assert torch.count_nonzero(w.triu(1)) == 0
+        torch.testing.assert_close(w.sum(-1), torch.ones(2, 4, 24))
+    with torch.no_grad():
+        plain = m(x)
+        spy = m(x, attend=lambda layer, q, k, v: weights[layer] @ v)
+    torch.testing.assert_close(spy, plain, rtol=1e-4, atol=1e-4)
+
+
+def test_attention_weights_of_alibi_follow_its_slopes():
+    """ALiBi with every query and key zeroed: the scores are the bias alone, so each row is the
+    softmax of -m_h (i - j) over j <= i, computed here from the slopes."""
+    from posenc_core.alibi import alibi_slopes
+
+    m = _model("alibi")
+    with torch.no_grad():
+        for b in m.blocks:
+            b.attn.qkv.weight[: 2 * 32].zero_()
+            b.attn.qkv.bias[: 2 * 32].zero_()
+    w = m.attention_weights(torch.randint(256, (1, 10)))[0][0]  # (h, s, s)
+    slopes = alibi_slopes(4).double()
+    i = torch.arange(10.0, dtype=torch.float64)
+    d = (i[:, None] - i[None, :]).clamp_min(0)
+    expected = (-slopes[:, None, None] * d).masked_fill(d.new_ones(10, 10).triu(1).bool(), -1e300)
+    torch.testing.assert_close(w.double(), expected.softmax(-1), rtol=1e-5, atol=1e-6)
+
+
+def test_matched_sinusoidal_scheme_has_the_others_embeddings_and_a_table_at_002():
+    import math
+
+    from posenc_core import sinusoidal_table
+
+    m = _model("sinusoidal-matched")
+    ref = _model("none")
+    assert m.embed_scale == 1.0
+    torch.testing.assert_close(m.embed.weight, ref.embed.weight)  # same draw, same N(0, 0.02)
+    rows = m.pos(torch.zeros(1, 64, 32))[0]  # (s, d): the table alone
+    expected = sinusoidal_table(64, 32).float() * (0.02 * math.sqrt(2.0))
+    torch.testing.assert_close(rows, expected)
+    rms = float(rows.double().pow(2).mean().sqrt())
+    assert abs(rms - 0.02) < 1e-6  # sin^2 + cos^2 = 1 per pair: mean square 1/2 before scaling
+    assert sum(p.numel() for p in m.parameters()) == sum(p.numel() for p in ref.parameters())

@@ -39,6 +39,10 @@ def test_results_file_matches_the_current_code_and_defaults():
     assert len(c.seeds) >= 3 and set(encoder.SCHEMES) <= set(c.schemes)
     assert set(c.settings) == set(ex.SETTINGS)
     assert set(saved["versions"]) >= {"torch", "numpy", "python"}
+    L = str(c.train_len)
+    for key, run in saved["runs"].items():  # the band hides nothing at the training length
+        assert set(run["window_acc"]) == set(run["acc"]), key
+        assert run["window_acc"][L] == run["acc"][L], key
 
 
 @pytest.mark.parametrize("setting", ex.SETTINGS)
@@ -287,3 +291,37 @@ def test_parameter_counts():
         counts["total"] - counts["positional"]
         == encoder.parameter_counts(encoder.TinyTransformer(16, 32, 4, 1, scheme="none"))["total"]
     )
+
+
+def test_window_hides_exactly_the_keys_at_offset_w_or_more():
+    torch.manual_seed(0)
+    x = torch.randint(16, (2, 12))
+    for scheme, causal in (("rope", False), ("alibi", False), ("learned", True)):
+        m = encoder.TinyTransformer(16, 32, 4, 2, scheme=scheme, max_len=12, causal=causal).eval()
+        with torch.no_grad():
+            assert torch.equal(m(x, window=12), m(x))  # no offset reaches 12: nothing hidden
+            banded = m(x, window=3)
+            assert not torch.allclose(banded, m(x), atol=1e-4)
+            # two layers of a band of 3 reach 4 positions away at most: change token 0 and
+            # nothing from position 5 on may move
+            y = x.clone()
+            y[:, 0] = (y[:, 0] + 1) % 16
+            torch.testing.assert_close(m(y, window=3)[:, 5:], banded[:, 5:], rtol=0, atol=0)
+            assert not torch.allclose(m(y, window=3)[:, :5], banded[:, :5], atol=1e-5)
+    with pytest.raises(ValueError, match="window must be a positive integer, got 0"):
+        m(x, window=0)
+    with pytest.raises(TypeError, match="window must be a positive integer, got float"):
+        m(x, window=2.0)
+
+
+def test_windowed_evaluation_reads_the_same_sequences_and_is_stored():
+    c = ex.StudyConfig(**TINY)
+    model = ex.build_encoder("rope", c, 0, "encoder")
+    plain = ex.evaluate(model, "lookback", c, 0)
+    banded = ex.evaluate(model, "lookback", c, 0, window=c.train_len)
+    assert plain["8"] == banded["8"]  # at length L no offset reaches L: identical
+    res = ex.run_encoder_study(c, on_progress=None, settings=["encoder"], tasks=["lookback"])
+    run = res["runs"][ex.run_key("encoder", "lookback", "rope", 0)]
+    assert run["window_acc"]["8"] == run["acc"]["8"]
+    a = encoder_results.position_accuracy(res, "encoder", "lookback", "rope", windowed=True)
+    np.testing.assert_array_equal(a, [run["window_acc"]["16"]])

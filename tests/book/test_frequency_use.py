@@ -81,6 +81,8 @@ def test_without_pairs_leaves_exactly_those_pairs_unrotated(rope, tokens):
 def test_bad_input_names_the_argument(rope, layers):
     with pytest.raises(ValueError, match="half-split RoPE"):
         fu.captured_attention(ls.load_lm("learned", 0), torch.zeros(1, 4, dtype=torch.long))
+    with pytest.raises(ValueError, match="got scheme 'xpos'"):  # rotates, but is not RoPE
+        fu.without_pairs(ls.load_lm("xpos", 0), [0], 64)
     with pytest.raises(ValueError, match="pairs entry"):
         fu.without_pairs(rope, [8], 64)
     with pytest.raises(ValueError, match="queries must start"):

@@ -50,6 +50,11 @@ def test_smoke_every_scheme_loss_falls(tiny):
         assert curve[-1] < curve[0] - 0.5, f"{key}: {curve[0]:.2f} -> {curve[-1]:.2f}"
         assert len(run["loss"]) == 8 * 16  # per position 0 .. 8L-1
     assert len(res["scaling"]) == len(st.METHODS)  # every method at the one factor, one seed
+    assert set(res["xpos_sweep"]) == {"2/0", "32/0", "128/0"}  # L/8, 2L, 8L of L = 16
+    for run in [*res["runs"].values(), *res["xpos_sweep"].values()]:
+        far = run["attention"]["far"]
+        assert far["queries"] == [64, 128] and run["attention"]["edges"][-1] == 128
+        np.testing.assert_allclose(np.sum(far["mass"], 1), 1.0, atol=1e-3)  # 4 decimals kept
     assert set(next(iter(res["finetune"].values()))["loss_by_step"]) == {"3", "6"}
 
 
@@ -142,9 +147,14 @@ def test_committed_results_are_not_stale_and_complete():
     assert not problems, f"{st.RESULTS_FILE.name} is stale ({'; '.join(problems)}): re-run it"
     c = st.LMStudyConfig.from_dict(saved["config"])
     assert len(c.seeds) >= 3 and set(c.all_schemes) == set(byte_lm.SCHEMES)
-    assert c.extra_schemes == ("xpos",) and "xpos" not in c.schemes  # chapter 5 shows six
+    assert c.extra_schemes == ("xpos", "sinusoidal-matched")  # chapter 5's table shows six
     assert set(saved["runs"]) == {f"{s}/{seed}" for s in c.all_schemes for seed in c.seeds}
     assert set(saved["partial"]) == {f"{r}/{seed}" for r in c.rotary_dims for seed in c.seeds}
+    assert set(saved["xpos_sweep"]) == {f"{b:g}/{s}" for b in c.sweep_bases for s in c.seeds}
+    assert c.sweep_bases == (8.0, 128.0, 512.0) and c.xpos_base == 32.0  # L/8, 2L, 8L; L/2
+    for run in [*saved["runs"].values(), *saved["xpos_sweep"].values()]:
+        for band in ("in", "far"):
+            np.testing.assert_allclose(np.sum(run["attention"][band]["mass"], 1), 1.0, atol=1e-3)
     assert {f"rope/{seed}" for seed in c.seeds} <= set(saved["checkpoints"])
     assert {f"rope-r8/{seed}" for seed in c.seeds} | {"xpos/0"} <= set(saved["checkpoints"])
     for entry in saved["checkpoints"].values():
@@ -158,6 +168,10 @@ def test_config_refuses_bad_values():
         st.LMStudyConfig(schemes=("rope", "xpos"))
     with pytest.raises(ValueError, match="xpos_scale_base"):
         st.LMStudyConfig(xpos_scale_base=0.0)
+    with pytest.raises(ValueError, match="must not repeat the B in use, 32.0"):
+        st.LMStudyConfig(xpos_sweep=(0.5,))  # 0.5 L = 32 = the default B
+    with pytest.raises(ValueError, match="distinct values > 0"):
+        st.LMStudyConfig(xpos_sweep=(2.0, 2.0))
     with pytest.raises(ValueError, match="lr"):
         st.LMStudyConfig(lr=0)
     with pytest.raises(ValueError, match="strictly increasing"):
@@ -200,3 +214,22 @@ def test_committed_partial_rotary_checkpoints_load():
     assert m.rope.rotary_dim == 8 and m.rope.head_dim == 16
     with pytest.raises(KeyError, match="rope-r8/0"):
         st.load_lm("rope", 0, rotary_dim=4)
+
+
+def test_sweep_and_attention_are_read_seed_by_seed(tiny):
+    res, _ = tiny
+    curves = lm_curves.xpos_sweep_curves(res, 128.0)
+    np.testing.assert_array_equal(curves, [res["xpos_sweep"]["128/0"]["loss"]])
+    edges, share, mean = lm_curves.attention_by_distance(res, "xpos", scale_base=2.0)
+    assert edges[0] == 0 and edges[-1] == 8 * 16 and share.shape == (1, 1, len(edges) - 1)
+    edges, share, mean = lm_curves.attention_by_distance(res, "alibi", queries="in")
+    assert res["runs"]["alibi/0"]["attention"]["in"]["queries"] == [8, 16]
+    np.testing.assert_array_equal(mean, [res["runs"]["alibi/0"]["attention"]["in"]["mean"]])
+    d, beyond = lm_curves.attention_beyond(res, "alibi", queries="in")
+    np.testing.assert_allclose(beyond[:, 0], 1.0, atol=1e-3)
+    k = list(d).index(4)  # share at distance >= 4: the bands from edge 4 on, mean over layers
+    np.testing.assert_allclose(beyond[0, k], np.sum(share[0, :, k:], 1).mean())
+    with pytest.raises(KeyError, match=r"scale_base=3.0; there are \[2.0, 32.0, 128.0\]"):
+        lm_curves.xpos_sweep_curves(res, 3.0)
+    with pytest.raises(ValueError, match="queries"):
+        lm_curves.attention_by_distance(res, "rope", queries="near")

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import torch
 from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter
 
 from posenc_core import _validation as check
 from posenc_core.book.figures.style import (
@@ -322,6 +323,7 @@ def band_panels_figure(
     vline: tuple[float, str] | None = None,
     hlines: Mapping[str, float] | None = None,
     logy: bool = False,
+    logx: bool = False,
     ylim: tuple[float, float] | None = None,
     width: float | None = None,
     height: float = 3.6,
@@ -336,6 +338,7 @@ def band_panels_figure(
         vline: ``(x, label)`` for a dotted vertical line in every panel (e.g. the training length).
         hlines: name -> y of a dotted horizontal reference line, labelled at the left.
         logy: logarithmic y axis.
+        logx: logarithmic x axis, base 2 (for distances 1, 2, 4, ...; x must be > 0).
         ylim: y limits.
         xlabel, ylabel, width, height: as in :func:`marked_curves_figure`.
     """
@@ -364,6 +367,9 @@ def band_panels_figure(
             )
         if logy:
             ax.set_yscale("log")
+        if logx:
+            ax.set_xscale("log", base=2)
+            ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
         if ylim is not None:
             ax.set_ylim(*ylim)
         ax.set(title=title, xlabel=xlabel)

@@ -46,9 +46,10 @@ __all__ = [
 def _rope_model(model: object) -> ByteLM:
     if not isinstance(model, ByteLM):
         raise TypeError(f"model must be a ByteLM, got {type(model).__name__}")
-    if model.rope is None or model.rope.layout != "half":
+    if getattr(model.rope, "layout", None) != "half":  # None for xPos and the other schemes
         raise ValueError(
-            f"model must be a ByteLM with half-split RoPE, got scheme {model.scheme!r}"
+            f"model must be a ByteLM with half-split RoPE (scheme 'rope'), got scheme "
+            f"{model.scheme!r}; ByteLM.attention_weights gives any scheme's weights"
         )
     return model
 

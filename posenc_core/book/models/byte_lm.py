@@ -17,6 +17,11 @@ The positional scheme, one entry of :data:`SCHEMES` (one small builder each, no 
   input, so tokens and the table (entries of size 1) start on one scale; with GPT-2's 0.02 the
   table outweighs the tokens fifty to one and training stalls (measured: loss 3.26 against 2.31
   without positions after 150 steps). The tied head uses the unscaled embedding.
+* ``"sinusoidal-matched"``: the same table with the byte embeddings of every other scheme
+  (GPT-2's N(0, 0.02), used as they are) and the table multiplied by
+  :data:`MATCHED_TABLE_SCALE`, so that its entries start with the root-mean-square 0.02 of the
+  learned table's: the control that separates the fixed table from Vaswani et al.'s embedding
+  recipe.
 * ``"learned"``: a trained table added to the embeddings
   (:class:`~posenc_core.learned.LearnedPositionalEmbedding`), initialised N(0, 0.02) as GPT-2
   and BERT do. It has ``max_len`` rows (the study: 8L, the longest evaluation), but training at
@@ -59,9 +64,13 @@ from posenc_core.rope.xpos import XPosEmbedding, xpos_scales
 from posenc_core.sinusoidal import SinusoidalPositionalEncoding
 from posenc_core.t5_bias import T5RelativePositionBias
 
-__all__ = ["SCHEMES", "ByteLM", "Rotate", "Attend"]
+__all__ = ["SCHEMES", "MATCHED_TABLE_SCALE", "ByteLM", "Rotate", "Attend"]
 
 VOCAB = 256
+MATCHED_TABLE_SCALE = 0.02 * math.sqrt(2.0)
+"""The ``"sinusoidal-matched"`` table's factor: a sinusoidal entry, sin or cos, has a
+root-mean-square of 1/sqrt(2), so this factor gives the table the 0.02 of GPT-2's learned
+table at initialisation."""
 
 
 Rotate = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
@@ -140,9 +149,10 @@ class _Sinusoidal(nn.Module):
     bit for bit (it forms the sum in float64 and rounds once, which is what a float32 addition
     does), at a third of the cost in training."""
 
-    def __init__(self, d_model: int, max_len: int, base: float) -> None:
+    def __init__(self, d_model: int, max_len: int, base: float, table_scale: float = 1.0) -> None:
         super().__init__()
         self.table = SinusoidalPositionalEncoding(d_model, max_len, base=base)
+        self.table_scale = table_scale
         self._cache: dict[tuple[int, torch.device], torch.Tensor] = {}
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -150,7 +160,10 @@ class _Sinusoidal(nn.Module):
         if key not in self._cache:
             with torch.no_grad():
                 zeros = torch.zeros(x.shape[-2], x.shape[-1], device=x.device)
-                self._cache = {key: self.table(zeros)}  # (s, d)
+                rows = self.table(zeros)  # (s, d)
+                if self.table_scale != 1.0:
+                    rows = rows * self.table_scale
+                self._cache = {key: rows}
         return x + self._cache[key].to(x.dtype)
 
 
@@ -233,6 +246,9 @@ SCHEMES: dict[str, _Scheme] = {
     "sinusoidal": _Scheme(
         embedding=lambda m: _Sinusoidal(m.d_model, m.max_len, m.base),
         vaswani_embedding=True,
+    ),
+    "sinusoidal-matched": _Scheme(
+        embedding=lambda m: _Sinusoidal(m.d_model, m.max_len, m.base, MATCHED_TABLE_SCALE)
     ),
     "learned": _Scheme(
         embedding=lambda m: LearnedPositionalEmbedding(m.max_len, m.d_model, init_std=0.02)
@@ -444,6 +460,39 @@ class ByteLM(nn.Module):
                 options = {"positions": positions, "rotate": rotate, "score_scale": score_scale}
             x = block(x, own, **options)
         return self.ln_f(x) @ self.embed.weight.T  # (b, s, V), tied head
+
+    def attention_weights(self, tokens: torch.Tensor) -> list[torch.Tensor]:
+        """The attention weights of every layer, as the model attends on ``tokens``.
+
+        Each layer's weights are the causal softmax of its scores (rotated queries and keys,
+        over sqrt(d_h), plus the scheme's bias), computed explicitly in float32 from the same
+        queries and keys as :meth:`forward`'s pass; the output of that pass is what the next
+        layer reads.
+
+        Args:
+            tokens: int64 ``(b, s)``, as in :meth:`forward`.
+
+        Returns:
+            one ``(b, h, s, s)`` tensor per layer, each row summing to 1 over keys 0 .. i.
+        """
+        weights: list[torch.Tensor] = []
+        s = tokens.shape[-1] if isinstance(tokens, torch.Tensor) and tokens.dim() == 2 else 0
+        future = torch.ones(s, s, dtype=torch.bool, device=tokens.device).triu(1)
+        own = None if self.bias is None or s == 0 else self.bias(s, tokens.device)
+
+        def spy(layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+            if self.rope is not None:
+                q, k = self.rope(q, k, None)
+            scores = q.float() @ k.float().transpose(-1, -2) / q.shape[-1] ** 0.5
+            if own is not None:
+                scores = scores + own
+            w = scores.masked_fill(future, float("-inf")).softmax(-1)  # (b, h, s, s)
+            weights.append(w)
+            return (w @ v.float()).to(v.dtype)
+
+        with torch.no_grad():
+            self(tokens, attend=spy)
+        return weights
 
     def _check_positions(self, positions: object, b: int, s: int) -> torch.Tensor | None:
         if positions is None:

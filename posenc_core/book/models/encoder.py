@@ -50,8 +50,8 @@ class _Block(nn.Module):
             nn.Linear(d_model, 4 * d_model), nn.GELU(), nn.Linear(4 * d_model, d_model)
         )
 
-    def forward(self, x: torch.Tensor, causal: bool) -> torch.Tensor:
-        x = x + self.attn(self.ln1(x), causal=causal)
+    def forward(self, x: torch.Tensor, causal: bool, bias: torch.Tensor | None) -> torch.Tensor:
+        x = x + self.attn(self.ln1(x), causal=causal, bias=bias)
         return x + self.mlp(self.ln2(x))
 
 
@@ -144,17 +144,22 @@ class TinyTransformer(nn.Module):
             for proj in (block.attn.out, block.mlp[2]):
                 nn.init.normal_(proj.weight, 0.0, INIT_STD / math.sqrt(2 * n_layers))
 
-    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+    def forward(self, tokens: torch.Tensor, *, window: int | None = None) -> torch.Tensor:
         """Logits for every position.
 
         Args:
             tokens: ``(b, s)`` integer tokens in 0 .. V-1.
+            window: a positive int w: every layer attends only to keys with ``|i - j| < w``
+                (a banded mask, on top of the causal one when ``causal``), so that no query meets
+                an offset of w or more; None: no band. A model trained on lengths up to w never
+                saw a larger offset, so there the band changes nothing.
 
         Returns:
             ``(b, s, V + 1)`` logits.
 
         Raises:
             ValueError: for a learned table, if s exceeds its ``max_len`` rows.
+            TypeError, ValueError: a ``window`` that is not a positive integer.
         """
         check.tensor("tokens", tokens, min_dim=2)
         if tokens.dim() != 2 or tokens.dtype.is_floating_point:
@@ -162,11 +167,19 @@ class TinyTransformer(nn.Module):
                 "tokens must be an integer tensor of shape (b, s), "
                 f"got {tokens.dtype} {tuple(tokens.shape)}"
             )
+        band = None
+        if window is not None:
+            window = check.positive_int("window", window)
+            i = torch.arange(tokens.shape[1], device=tokens.device)
+            far = (i[:, None] - i[None, :]).abs() >= window  # (s, s)
+            band = torch.zeros(far.shape, device=tokens.device).masked_fill(far, float("-inf"))
         x = self.embed(tokens)  # (b, s, d)
         if self.pos is not None:
             x = self.pos(x)
+        if band is not None:
+            band = band.to(x.dtype)
         for block in self.blocks:
-            x = block(x, self.causal)
+            x = block(x, self.causal, band)
         return self.head(self.ln_f(x))  # (b, s, C)
 
     def position_table(self) -> torch.Tensor | None:

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from posenc_core import _validation as check
 from posenc_core.book.studies.encoder_study import StudyConfig, loss_blocks
 
 __all__ = [
@@ -58,7 +59,13 @@ def runs_for(
 
 
 def position_accuracy(
-    results: Mapping[str, Any], setting: str, task: str, scheme: str, length: int | None = None
+    results: Mapping[str, Any],
+    setting: str,
+    task: str,
+    scheme: str,
+    length: int | None = None,
+    *,
+    windowed: bool = False,
 ) -> np.ndarray:
     """Accuracy at every position of sequences of one evaluation length, one row per seed.
 
@@ -68,15 +75,20 @@ def position_accuracy(
         length: an evaluation length
             (:attr:`~posenc_core.book.studies.encoder_study.StudyConfig.eval_lengths`); None: the
             longest.
+        windowed: read the same models on the same sequences with attention limited to
+            ``|i - j| < L`` (the runs' ``window_acc``) instead of unbanded (``acc``).
 
     Returns:
         float64 array ``(S, length)``.
     """
     runs = runs_for(results, setting, task, scheme)
-    key = str(length) if length is not None else max(runs[0]["acc"], key=int)
-    if key not in runs[0]["acc"]:
-        raise KeyError(f"no evaluation at length {length}; there are {sorted(runs[0]['acc'])}")
-    return np.array([r["acc"][key] for r in runs], dtype=float)
+    field = "window_acc" if check.boolean("windowed", windowed) else "acc"
+    if any(field not in r for r in runs):
+        raise KeyError(f"the runs of {setting}/{task}/{scheme} hold no {field!r}")
+    key = str(length) if length is not None else max(runs[0][field], key=int)
+    if key not in runs[0][field]:
+        raise KeyError(f"no evaluation at length {length}; there are {sorted(runs[0][field])}")
+    return np.array([r[field][key] for r in runs], dtype=float)
 
 
 def bands(config: StudyConfig) -> list[tuple[int, int]]:
@@ -96,14 +108,17 @@ def band_accuracy(
     lo: int,
     hi: int,
     length: int | None = None,
+    *,
+    windowed: bool = False,
 ) -> tuple[float, float]:
     """Mean accuracy over positions lo .. hi - 1 of sequences of ``length`` (None: the
-    longest), then mean and population standard deviation over seeds.
+    longest), then mean and population standard deviation over seeds (``windowed``: as in
+    :func:`position_accuracy`).
 
     Returns:
         ``(mean, std)``.
     """
-    a = position_accuracy(results, setting, task, scheme, length)  # (S, n)
+    a = position_accuracy(results, setting, task, scheme, length, windowed=windowed)  # (S, n)
     if not 0 <= lo < hi <= a.shape[1]:
         raise ValueError(f"need 0 <= lo < hi <= {a.shape[1]}, got lo={lo}, hi={hi}")
     per_seed = a[:, lo:hi].mean(1)

@@ -306,10 +306,17 @@ def _loss(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 
 @torch.no_grad()
 def _accuracy_by_position(
-    model: TinyTransformer, task: str, c: StudyConfig, length: int, batch: int, gen, device
+    model: TinyTransformer,
+    task: str,
+    c: StudyConfig,
+    length: int,
+    batch: int,
+    gen,
+    device,
+    window: int | None = None,
 ) -> np.ndarray:
     x, y = make_batch(task, batch, length, c.vocab, gen, k=c.k)
-    pred = model(x.to(device)).argmax(-1).cpu()  # (b, n)
+    pred = model(x.to(device), window=window).argmax(-1).cpu()  # (b, n)
     return (pred == y).double().mean(0).numpy()  # (n,)
 
 
@@ -387,6 +394,7 @@ def evaluate(
     seed: int,
     *,
     device: str | torch.device = "cpu",
+    window: int | None = None,
 ) -> dict[str, list[float]]:
     """Token accuracy at every position of fresh seeded sequences of each evaluation length.
 
@@ -398,7 +406,13 @@ def evaluate(
     Args:
         model, task, config, device: as in :func:`train_encoder` (uses ``eval_lengths``,
             ``eval_batch``, ``vocab``, ``k``).
-        seed: evaluation seed (the batches differ from the training ones).
+        seed: evaluation seed (the batches differ from the training ones; the same seed gives
+            the same sequences, with or without ``window``).
+        window: attend only to keys with ``|i - j| < window``
+            (:meth:`TinyTransformer.forward
+            <posenc_core.book.models.encoder.TinyTransformer.forward>`); None: no band. The study
+            passes L, the longest offset training produced, so that the comparison with the
+            unbanded model isolates what the offsets of L or more do.
 
     Returns:
         ``{str(n): accuracy at positions 0 .. n-1}`` for each evaluation length n (each the
@@ -409,7 +423,8 @@ def evaluate(
     model.to(device).eval()
     return {
         str(n): [
-            float(a) for a in _accuracy_by_position(model, task, c, n, c.eval_batch, gen, device)
+            float(a)
+            for a in _accuracy_by_position(model, task, c, n, c.eval_batch, gen, device, window)
         ]
         for n in c.eval_lengths
     }
@@ -493,6 +508,7 @@ def _one_run(
         "curve": curve,
         "acc_curve": acc_curve,
         "acc": evaluate(model, task, c, seed, device=device),
+        "window_acc": evaluate(model, task, c, seed, device=device, window=c.train_len),
         "params": parameter_counts(model),
     }
     table = model.position_table()
@@ -561,11 +577,12 @@ def run_encoder_study(
         ``runs`` (key :func:`run_key` ->
         ``setting``, ``task``, ``scheme``, ``seed``, ``curve`` (loss per step),
         ``acc_curve`` (in-range accuracy during training), ``acc`` (:func:`evaluate`),
-        ``params``, ``seconds``, and for learned tables ``table`` / ``table_init`` (if
-        ``keep_tables``) with their :func:`table_summary` as ``geometry`` / ``geometry_init``
-        (of rows 0 .. L-1, the rows training reaches), ``geometry_update`` (of the change
-        ``table - table_init`` in those rows) and ``update_ratio`` (norm of that change over
-        the norm of those initial rows)), ``interrupted``, ``seconds`` and ``cpu_seconds``.
+        ``window_acc`` (:func:`evaluate` on the same sequences with ``window=L``), ``params``,
+        ``seconds``, and for learned tables ``table`` / ``table_init`` (if ``keep_tables``) with
+        their :func:`table_summary` as ``geometry`` / ``geometry_init`` (of rows 0 .. L-1, the rows
+        training reaches), ``geometry_update`` (of the change ``table - table_init`` in those rows)
+        and ``update_ratio`` (norm of that change over the norm of those initial rows)),
+        ``interrupted``, ``seconds`` and ``cpu_seconds``.
     """
     c = StudyConfig() if config is None else _config(config)
     if overrides:

@@ -5,6 +5,7 @@ text, and the mean loss at each position of them.
 :class:`~posenc_core.book.models.byte_lm.ByteLM`) and the instruments of chapters 8 and 9
 (any function from tokens to logits: a model with a bug, a model with pairs ablated) measure
 through :func:`position_loss`, so that their curves are comparable position by position.
+:func:`attention_by_distance` measures, on the same windows, how far back a model attends.
 """
 
 from __future__ import annotations
@@ -17,9 +18,17 @@ import torch.nn.functional as F
 
 from posenc_core import _validation as check
 
-__all__ = ["position_loss", "windows"]
+__all__ = [
+    "ATTENTION_WINDOWS",
+    "attention_by_distance",
+    "attention_record",
+    "position_loss",
+    "windows",
+]
 
 VOCAB = 256  # bytes
+ATTENTION_WINDOWS = 16
+"""Held-out windows on which :func:`attention_record` measures a model's attention."""
 
 
 def windows(data: torch.Tensor, length: int, *, max_windows: int | None = None) -> torch.Tensor:
@@ -88,3 +97,89 @@ def position_loss(
             nll = F.cross_entropy(logits.transpose(1, 2), target, reduction="none")  # (b, P)
             total += nll.double().sum(0).cpu()
     return (total / len(w)).numpy()
+
+
+def attention_by_distance(
+    weights_of: Callable[[torch.Tensor], list[torch.Tensor]],
+    data: torch.Tensor,
+    length: int,
+    queries: tuple[int, int],
+    edges: list[int] | tuple[int, ...],
+    *,
+    batch: int = 4,
+    max_windows: int | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """How far back a model attends: the share of attention weight at each band of distance.
+
+    For a query at position i and a key at j <= i the distance is i - j. On the
+    :func:`windows` of ``data``, each layer's weights are averaged over windows, heads and the
+    query positions ``queries = (lo, hi)``.
+
+    Args:
+        weights_of: ``(b, s)`` int64 tokens -> one ``(b, h, s, s)`` tensor of causal attention
+            weights per layer (rows summing to 1), e.g.
+            :meth:`ByteLM.attention_weights
+            <posenc_core.book.models.byte_lm.ByteLM.attention_weights>`.
+        data: int64 ``(n,)`` bytes.
+        length: window length P.
+        queries: ``(lo, hi)`` with 0 <= lo < hi <= P.
+        edges: increasing distances starting at 0 and ending at ``hi`` or beyond; band k holds
+            the distances ``edges[k] <= i - j < edges[k + 1]``.
+        batch: windows per call.
+        max_windows: use only the first ones (None: every whole window).
+
+    Returns:
+        ``(mass, mean)``: float64 ``(layers, len(edges) - 1)``, the mean share of weight in each
+        band (each row sums to 1), and ``(layers,)``, the mean distance sum_j w_ij (i - j).
+    """
+    if not callable(weights_of):
+        raise TypeError(f"weights_of must be callable, got {weights_of!r}")
+    length = check.positive_int("length", length)
+    if (
+        not isinstance(queries, (tuple, list))
+        or len(queries) != 2
+        or not all(isinstance(q, int) and not isinstance(q, bool) for q in queries)
+        or not 0 <= queries[0] < queries[1] <= length
+    ):
+        raise ValueError(f"queries must be (lo, hi) with 0 <= lo < hi <= {length}, got {queries!r}")
+    lo, hi = queries
+    e = [check.non_negative_int("edges", x) for x in edges]
+    if len(e) < 2 or e[0] != 0 or any(b <= a for a, b in zip(e, e[1:])) or e[-1] < hi:
+        raise ValueError(f"edges must increase from 0 to at least hi = {hi}, got {list(edges)!r}")
+    w = windows(data, length, max_windows=max_windows)[:, :-1]  # (n, P)
+    batch = check.positive_int("batch", batch)
+    i = torch.arange(lo, hi, dtype=torch.float64)[:, None]  # (q, 1)
+    dist = i - torch.arange(length, dtype=torch.float64)[None, :]  # (q, P)
+    band = torch.bucketize(dist.clamp_min(0), torch.tensor(e[1:], dtype=torch.float64), right=True)
+    onehot = F.one_hot(band, len(e) - 1).double() * (dist >= 0)[..., None]  # (q, P, bands)
+    mass, mean = None, None
+    with torch.no_grad():
+        for start in range(0, len(w), batch):
+            layers = weights_of(w[start : start + batch])
+            rows = torch.stack([x[..., lo:hi, :].double().cpu() for x in layers])  # (l,b,h,q,P)
+            m = torch.einsum("lbhqp,qpk->lk", rows, onehot)
+            d = torch.einsum("lbhqp,qp->l", rows, dist.clamp_min(0))
+            mass, mean = (m, d) if mass is None else (mass + m, mean + d)
+    count = len(w) * rows.shape[2] * (hi - lo)
+    return (mass / count).numpy(), (mean / count).numpy()
+
+
+def attention_record(
+    weights_of: Callable[[torch.Tensor], list[torch.Tensor]],
+    data: torch.Tensor,
+    length: int,
+    bands: dict[str, tuple[int, int]],
+) -> dict[str, object]:
+    """What the language-model study stores of a model's attention: on the first
+    :data:`ATTENTION_WINDOWS` windows of ``length`` P, at the distance edges 0, 1, 2, 4, ..., P,
+    for each named band of query positions, :func:`attention_by_distance`'s shares per band
+    and mean distances, per layer (lists, for JSON)."""
+    length = check.positive_int("length", length)
+    edges = sorted({0, *(2**i for i in range(length.bit_length())), length})
+    record: dict[str, object] = {"edges": edges, "windows": ATTENTION_WINDOWS}
+    for name, queries in bands.items():
+        mass, mean = attention_by_distance(
+            weights_of, data, length, queries, edges, max_windows=ATTENTION_WINDOWS
+        )
+        record[name] = {"queries": list(queries), "mass": mass.tolist(), "mean": mean.tolist()}
+    return record

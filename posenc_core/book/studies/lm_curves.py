@@ -1,13 +1,14 @@
 """Reading the language-model study's curves: held-out loss by position, per seed.
 
-:func:`scheme_curves`, :func:`partial_curves`, :func:`method_curves` and
-:func:`finetune_curves` take the dict that
+:func:`scheme_curves`, :func:`partial_curves`, :func:`xpos_sweep_curves`, :func:`method_curves`
+and :func:`finetune_curves` take the dict that
 :func:`~posenc_core.book.studies.lm_study.load_results` returns and give ``(S, P)`` arrays, one
 row per seed, of the loss at every position P of the study's ``8L`` windows. :func:`bucket_edges`
 and :func:`bucket_means` summarise a curve over stretches of positions, and
 :func:`first_loss_rise` says where it first rises a given fraction above its own in-range value
 (not to be confused with :func:`posenc_core.analysis.first_rise`, which reads a similarity
-curve).
+curve). :func:`attention_by_distance` and :func:`attention_beyond` read where each run's attention
+went.
 
 Book layer: imports the core and numpy.
 """
@@ -27,6 +28,9 @@ __all__ = [
     "first_loss_rise",
     "scheme_curves",
     "partial_curves",
+    "xpos_sweep_curves",
+    "attention_by_distance",
+    "attention_beyond",
     "method_curves",
     "finetune_curves",
 ]
@@ -144,6 +148,82 @@ def partial_curves(results: Mapping[str, Any], rotary_dim: int) -> np.ndarray:
     """
     runs = [r for r in results.get("partial", {}).values() if r["rotary_dim"] == rotary_dim]
     return _stack(runs, f"partial-rotary run with rotary_dim={rotary_dim}")
+
+
+def _sweep_runs(results: Mapping[str, Any], scale_base: float) -> list[Mapping[str, Any]]:
+    b = check.real_number("scale_base", scale_base)
+    runs = [r for r in results.get("xpos_sweep", {}).values() if r["scale_base"] == b]
+    if not runs:
+        there = sorted({r["scale_base"] for r in results.get("xpos_sweep", {}).values()})
+        raise KeyError(f"the results hold no xPos run with scale_base={b}; there are {there}")
+    return runs
+
+
+def xpos_sweep_curves(results: Mapping[str, Any], scale_base: float) -> np.ndarray:
+    """Per-position loss of the xPos runs of ``xpos_sweep`` with B = ``scale_base`` (the main
+    xPos runs, B = L/2, are :func:`scheme_curves` of ``"xpos"``).
+
+    Returns:
+        ``(S, P)`` float64 array (one row per seed).
+    """
+    return _stack(_sweep_runs(results, scale_base), f"xPos run with scale_base={scale_base}")
+
+
+def attention_by_distance(
+    results: Mapping[str, Any],
+    scheme: str,
+    *,
+    scale_base: float | None = None,
+    queries: str = "far",
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Where the attention of one scheme's runs went, seed by seed (see
+    :func:`~posenc_core.book.studies.heldout.attention_by_distance`).
+
+    Args:
+        results: the study's results.
+        scheme: a scheme of the runs; with ``scale_base``, ``"xpos"`` of the sweep.
+        scale_base: read the ``xpos_sweep`` runs with this B instead of the scheme's runs.
+        queries: ``"in"`` (queries in [L/2, L)) or ``"far"`` ([4L, 8L)).
+
+    Returns:
+        ``(edges, share, mean)``: int ``(K + 1,)`` distance edges; float64 ``(S, layers, K)``, the
+        share of attention weight at distances ``edges[k] <= i - j < edges[k + 1]``; float64
+        ``(S, layers)``, the mean distance.
+    """
+    check.choice("queries", queries, ("in", "far"))
+    if scale_base is None:
+        runs = [r for r in results["runs"].values() if r["scheme"] == scheme]
+    else:
+        check.choice("scheme", scheme, ("xpos",))
+        runs = _sweep_runs(results, scale_base)
+    runs = sorted(runs, key=lambda r: r["seed"])
+    if not runs or any("attention" not in r for r in runs):
+        raise KeyError(f"the results hold no attention record for scheme {scheme!r}")
+    edges = np.array(runs[0]["attention"]["edges"])
+    share = np.array([r["attention"][queries]["mass"] for r in runs], dtype=float)
+    mean = np.array([r["attention"][queries]["mean"] for r in runs], dtype=float)
+    return edges, share, mean
+
+
+def attention_beyond(
+    results: Mapping[str, Any],
+    scheme: str,
+    *,
+    scale_base: float | None = None,
+    queries: str = "far",
+) -> tuple[np.ndarray, np.ndarray]:
+    """The share of attention at distance d or more, for every distance edge d, seed by seed
+    (the mean over layers of :func:`attention_by_distance`'s shares, summed from the far end).
+
+    Args:
+        results, scheme, scale_base, queries: as in :func:`attention_by_distance`.
+
+    Returns:
+        ``(d, share)``: int ``(K,)`` distances (the lower edges, from 0) and float64 ``(S, K)``;
+        ``share[:, 0]`` is 1 up to the stored rounding.
+    """
+    edges, share, _ = attention_by_distance(results, scheme, scale_base=scale_base, queries=queries)
+    return edges[:-1], share.mean(1)[:, ::-1].cumsum(1)[:, ::-1]
 
 
 def method_curves(results: Mapping[str, Any], method: str, factor: int) -> np.ndarray:

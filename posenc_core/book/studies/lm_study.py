@@ -21,7 +21,10 @@ Hugging Face computes it for one forward pass of that length. Then PI and YaRN a
 briefly at the length 4L with the factor 4 (:class:`LMStudyConfig`'s ``finetune_*``), and the
 per-position loss is measured after several step counts, to show how much the fine-tune matters.
 RoPE is also trained with partial rotary (``rotary_dims``: only the first r dims of each head
-rotated, with frequencies over r, as GPT-NeoX and Pythia do), for chapter 8's partial-rotary bugs.
+rotated, with frequencies over r, as GPT-NeoX and Pythia do), for chapter 8's partial-rotary bugs,
+and xPos with other values of its B (``xpos_sweep``), for chapter 9. Every run also records where
+its attention goes: the share of attention weight on keys at each distance, for queries inside L
+and far beyond it (:func:`~posenc_core.book.studies.heldout.attention_by_distance`).
 
 :func:`~posenc_core.book.studies.lm_curves.first_loss_rise` gives a glanceable summary of a
 curve: the first position where the loss rises 10% above its in-range value (the mean over
@@ -150,6 +153,9 @@ class LMStudyConfig(options.Options):
             ``("xpos",)``, for chapter 9); empty: none.
         xpos_scale_base: xPos's B; None: L/2 (Sun et al. use 512 for a training length of
             1024).
+        xpos_sweep: more values of B, as multiples of L (each > 0, none giving the B in use;
+            the book: L/8, 2L and 8L), each an xPos model trained for every seed, whose curves
+            and attention are kept (no checkpoint); empty: none.
         seeds: at least one non-negative seed (the book: 3); a seed fixes the initialisation,
             the training windows and the fine-tune windows.
         train_len: L, the training length in bytes.
@@ -186,8 +192,9 @@ class LMStudyConfig(options.Options):
     """
 
     schemes: tuple[str, ...] = ("none", "sinusoidal", "learned", "rope", "alibi", "t5")
-    extra_schemes: tuple[str, ...] = ("xpos",)
+    extra_schemes: tuple[str, ...] = ("xpos", "sinusoidal-matched")
     xpos_scale_base: float | None = None
+    xpos_sweep: tuple[float, ...] = (0.125, 2.0, 8.0)
     seeds: tuple[int, ...] = (0, 1, 2)
     train_len: int = 64
     eval_factor: int = 8
@@ -249,6 +256,15 @@ class LMStudyConfig(options.Options):
             if not value > 0:
                 raise ValueError(f"xpos_scale_base must be > 0, got {value}")
             put("xpos_scale_base", value)
+        sweep = tuple(check.real_number("xpos_sweep", b) for b in _listed(self, "xpos_sweep"))
+        if any(not b > 0 for b in sweep) or len(set(sweep)) != len(sweep):
+            raise ValueError(f"xpos_sweep must hold distinct values > 0, got {sweep}")
+        if self.xpos_base in [b * self.train_len for b in sweep]:
+            raise ValueError(
+                f"xpos_sweep {sweep} (multiples of L = {self.train_len}) must not repeat the B "
+                f"in use, {self.xpos_base}"
+            )
+        put("xpos_sweep", sweep)
         put("seeds", tuple(check.non_negative_int("seed", s) for s in _listed(self, "seeds")))
         put("factors", tuple(check.positive_int("factor", s) for s in _listed(self, "factors")))
         put(
@@ -308,6 +324,11 @@ class LMStudyConfig(options.Options):
         return self.train_len / 2 if self.xpos_scale_base is None else self.xpos_scale_base
 
     @property
+    def sweep_bases(self) -> tuple[float, ...]:
+        """The values of B that ``xpos_sweep`` trains (its multiples of L, in bytes)."""
+        return tuple(b * self.train_len for b in self.xpos_sweep)
+
+    @property
     def t5_distance(self) -> int:
         """T5's max_distance in use (L when ``t5_max_distance`` is None)."""
         return self.train_len if self.t5_max_distance is None else self.t5_max_distance
@@ -336,7 +357,7 @@ _POSITIVE = (
 
 
 def _listed(c: LMStudyConfig, name: str) -> tuple:
-    may_be_empty = name in ("finetune_methods", "rotary_dims", "extra_schemes")
+    may_be_empty = name in ("finetune_methods", "rotary_dims", "extra_schemes", "xpos_sweep")
     return options.listed(name, getattr(c, name), may_be_empty=may_be_empty)
 
 
@@ -347,11 +368,16 @@ def _config(config: object) -> LMStudyConfig:
 
 
 def build_lm(
-    scheme: str, config: LMStudyConfig, seed: int, *, rotary_dim: int | None = None
+    scheme: str,
+    config: LMStudyConfig,
+    seed: int,
+    *,
+    rotary_dim: int | None = None,
+    xpos_scale_base: float | None = None,
 ) -> ByteLM:
     """The untrained model of one run: a :class:`~posenc_core.book.models.byte_lm.ByteLM` built
-    after
-    ``torch.manual_seed(seed)`` (``rotary_dim``: partial rotary, ``"rope"`` only)."""
+    after ``torch.manual_seed(seed)`` (``rotary_dim``: partial rotary, ``"rope"`` only;
+    ``xpos_scale_base``: xPos's B, None: the config's)."""
     c = _config(config)
     torch.manual_seed(seed)
     return ByteLM(
@@ -364,7 +390,7 @@ def build_lm(
         t5_num_buckets=c.t5_num_buckets,
         t5_max_distance=c.t5_distance,
         rotary_dim=rotary_dim,
-        xpos_scale_base=c.xpos_base,
+        xpos_scale_base=c.xpos_base if xpos_scale_base is None else xpos_scale_base,
     )
 
 
@@ -425,6 +451,7 @@ def train_lm(
     *,
     train_data: torch.Tensor | None = None,
     rotary_dim: int | None = None,
+    xpos_scale_base: float | None = None,
 ) -> tuple[ByteLM, list[list[float]]]:
     """Train one scheme at length L for one seed.
 
@@ -435,6 +462,7 @@ def train_lm(
         train_data: int64 ``(n,)`` bytes to train on; None: the verified training split
             (:func:`~posenc_core.book.studies.corpus.corpus_split`).
         rotary_dim: partial rotary (``"rope"`` only; None: the whole head).
+        xpos_scale_base: xPos's B (``"xpos"`` only; None: the config's).
 
     Returns:
         ``(model, curve)``: the trained model (eval mode, on ``config.device``) and the training
@@ -444,7 +472,9 @@ def train_lm(
     check.choice("scheme", scheme, tuple(SCHEMES))
     seed = check.non_negative_int("seed", seed)
     data = corpus.corpus_split("train") if train_data is None else train_data
-    model = build_lm(scheme, c, seed, rotary_dim=rotary_dim).to(c.device)
+    model = build_lm(scheme, c, seed, rotary_dim=rotary_dim, xpos_scale_base=xpos_scale_base).to(
+        c.device
+    )
     g = torch.Generator().manual_seed(seed + 1000)
     losses = _train(model, data, c.steps, c.batch, c.train_len, lambda s: _lr_at(s, c), g, c.device)
     return model, _blocks(losses, c.log_every)
@@ -556,6 +586,11 @@ def _plan(c: LMStudyConfig) -> list[tuple[str, float]]:
         for r in c.rotary_dims
         for seed in c.seeds
     ]
+    jobs += [
+        (f"train xpos B={b:g} seed {seed}", c.steps * c.batch * c.train_len + ev)
+        for b in c.sweep_bases
+        for seed in c.seeds
+    ]
     if "rope" in c.schemes:
         jobs += [(f"scaling seed {seed}", ev * len(c.methods) * len(c.factors)) for seed in c.seeds]
         ft = c.finetune_steps[-1] * c.ft_batch * c.finetune_factor * c.train_len
@@ -584,6 +619,11 @@ def _run(c, out, on_progress, train_data, eval_data) -> dict[str, Any]:
     def evaluate(model: ByteLM) -> list[float]:
         return per_position_loss(model, held, c.eval_len, batch=c.eval_batch).tolist()
 
+    def attention(model: ByteLM) -> dict[str, Any]:  # queries inside L and in [4L, 8L)
+        far, near = (c.eval_len // 2, c.eval_len), (c.train_len // 2, c.train_len)
+        bands = {"in": near, "far": far}
+        return heldout.attention_record(model.attention_weights, held, c.eval_len, bands)
+
     runs, models = {}, {}
     for scheme in c.all_schemes:
         for seed in c.seeds:
@@ -594,6 +634,7 @@ def _run(c, out, on_progress, train_data, eval_data) -> dict[str, Any]:
                 "seed": seed,
                 "curve": curve,
                 "loss": evaluate(model),
+                "attention": attention(model),
                 "params": sum(p.numel() for p in model.parameters()),
                 "seconds": time.perf_counter() - t0,
             }
@@ -612,6 +653,20 @@ def _run(c, out, on_progress, train_data, eval_data) -> dict[str, Any]:
                 "seconds": time.perf_counter() - t0,
             }
             models[f"rope-r{r}", seed] = model
+            finished()
+    sweep = {}
+    for b in c.sweep_bases:
+        for seed in c.seeds:
+            t0 = time.perf_counter()
+            model, curve = train_lm("xpos", c, seed, train_data=train, xpos_scale_base=b)
+            sweep[_key(f"{b:g}", seed)] = {
+                "scale_base": b,
+                "seed": seed,
+                "curve": curve,
+                "loss": evaluate(model),
+                "attention": attention(model),
+                "seconds": time.perf_counter() - t0,
+            }
             finished()
     scaling, finetune = {}, {}
     if "rope" in c.schemes:
@@ -643,6 +698,7 @@ def _run(c, out, on_progress, train_data, eval_data) -> dict[str, Any]:
         "corpus": corpus.corpus_summary(),
         "runs": runs,
         "partial": partial,
+        "xpos_sweep": sweep,
         "scaling": scaling,
         "finetune": finetune,
         "seconds": time.perf_counter() - start,
@@ -712,7 +768,7 @@ def save_checkpoint(model: ByteLM, path: str | pathlib.Path) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-_CURVES = ("runs", "partial", "scaling", "finetune")
+_CURVES = ("runs", "partial", "xpos_sweep", "scaling", "finetune")
 
 
 def _save(results, models, c, out: pathlib.Path) -> dict[str, Any]:
@@ -720,7 +776,7 @@ def _save(results, models, c, out: pathlib.Path) -> dict[str, Any]:
     checkpoints = {}
     for scheme in c.all_schemes:
         for seed in c.seeds if scheme == "rope" else c.seeds[:1]:
-            name = f"lm_{scheme}_seed{seed}.safetensors"
+            name = f"lm_{scheme.replace('-', '_')}_seed{seed}.safetensors"
             sha = save_checkpoint(models[scheme, seed], out.parent / name)
             checkpoints[_key(scheme, seed)] = {"file": name, "sha256": sha}
     for r in c.rotary_dims:

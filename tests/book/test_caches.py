@@ -1,0 +1,71 @@
+"""posenc_core.book.instruments.caches: positions in a KV cache that evicts keys."""
+
+import pytest
+import torch
+
+from posenc_core.book.instruments import caches
+from posenc_core.book.studies import corpus, heldout
+from posenc_core.book.studies import lm_study as ls
+
+
+@pytest.fixture(scope="module")
+def rope():
+    return ls.load_lm("rope", 0)
+
+
+@pytest.fixture(scope="module")
+def tokens():
+    return heldout.windows(corpus.heldout_excerpt(), 24, max_windows=2)[:, :-1]
+
+
+@pytest.mark.parametrize("rule", caches.RULES)
+def test_a_cache_that_evicts_nothing_is_the_model_itself(rope, tokens, rule):
+    with torch.no_grad():
+        plain = rope(tokens)
+    for sinks in (0, 3):
+        got = caches.window_forward(rope, tokens, size=24, sinks=sinks, rule=rule)
+        torch.testing.assert_close(got, plain, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("rule", caches.RULES)
+@pytest.mark.parametrize("size, sinks", [(8, 0), (8, 3), (5, 1)])
+def test_one_pass_equals_the_explicit_rolling_cache(rope, tokens, rule, size, sinks):
+    """The one-pass emulation against a cache that evicts and rotates token by token."""
+    fast = caches.window_forward(rope, tokens, size=size, sinks=sinks, rule=rule)
+    slow = caches.rolling_decode(rope, tokens, size=size, sinks=sinks, rule=rule)
+    torch.testing.assert_close(fast, slow, rtol=1e-4, atol=1e-4)
+    with torch.no_grad():
+        plain = rope(tokens)
+    torch.testing.assert_close(fast[:, :size], plain[:, :size], rtol=1e-4, atol=1e-4)
+    assert (fast[:, size:] - plain[:, size:]).abs().max() > 1e-2  # eviction changes the rest
+
+
+def test_the_rules_differ_only_in_where_the_sinks_sit(rope, tokens):
+    text0 = caches.window_forward(rope, tokens, size=8, rule="text")
+    cache0 = caches.window_forward(rope, tokens, size=8, rule="cache")
+    assert torch.equal(text0, cache0)  # no sinks: recent keys have the same offsets either way
+    text = caches.window_forward(rope, tokens, size=8, sinks=2, rule="text")
+    cache = caches.window_forward(rope, tokens, size=8, sinks=2, rule="cache")
+    assert torch.equal(text[:, :8], cache[:, :8])  # nothing evicted yet
+    assert (text[:, 8:] - cache[:, 8:]).abs().max() > 1e-3
+
+
+def test_visible_keys_by_counting():
+    keep = caches.visible_keys(12, 5, 2)
+    for i in range(12):
+        row = [j for j in range(12) if keep[i, j]]
+        expected = list(range(i + 1)) if i < 5 else [0, 1, *range(i - 2, i + 1)]
+        assert row == expected, i
+
+
+def test_bad_arguments_name_what_is_wrong(rope, tokens):
+    with pytest.raises(ValueError, match="sinks must be smaller than size"):
+        caches.window_forward(rope, tokens, size=4, sinks=4)
+    with pytest.raises(ValueError, match="size must be a positive integer"):
+        caches.rolling_decode(rope, tokens, size=0)
+    with pytest.raises(ValueError, match="rule"):
+        caches.window_forward(rope, tokens, size=4, rule="slots")
+    with pytest.raises(TypeError, match="RoPE ByteLM, got 'alibi'"):
+        caches.window_forward(ls.load_lm("alibi", 0), tokens, size=4)
+    with pytest.raises(ValueError, match="int64"):
+        caches.window_forward(rope, tokens.float(), size=4)

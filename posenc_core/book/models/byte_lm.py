@@ -465,9 +465,10 @@ class ByteLM(nn.Module):
         """The attention weights of every layer, as the model attends on ``tokens``.
 
         Each layer's weights are the causal softmax of its scores (rotated queries and keys,
-        over sqrt(d_h), plus the scheme's bias), computed explicitly in float32 from the same
-        queries and keys as :meth:`forward`'s pass; the output of that pass is what the next
-        layer reads.
+        over sqrt(d_h), plus the scheme's bias), computed explicitly in float32; the layer's
+        output is then these weights times the values, which equals :meth:`forward`'s own
+        attention to float rounding, so every later layer sees what it sees in the model's
+        pass, to rounding too.
 
         Args:
             tokens: int64 ``(b, s)``, as in :meth:`forward`.

@@ -22,9 +22,10 @@ briefly at the length 4L with the factor 4 (:class:`LMStudyConfig`'s ``finetune_
 per-position loss is measured after several step counts, to show how much the fine-tune matters.
 RoPE is also trained with partial rotary (``rotary_dims``: only the first r dims of each head
 rotated, with frequencies over r, as GPT-NeoX and Pythia do), for chapter 8's partial-rotary bugs,
-and xPos with other values of its B (``xpos_sweep``), for chapter 9. Every run also records where
-its attention goes: the share of attention weight on keys at each distance, for queries inside L
-and far beyond it (:func:`~posenc_core.book.studies.heldout.attention_by_distance`).
+and xPos with other values of its B (``xpos_sweep``), for chapter 9. Every scheme's run and every
+run of the sweep also records where its attention goes: the share of attention weight on keys at
+each distance, for queries inside L and far beyond it
+(:func:`~posenc_core.book.studies.heldout.attention_by_distance`).
 
 :func:`~posenc_core.book.studies.lm_curves.first_loss_rise` gives a glanceable summary of a
 curve: the first position where the loss rises 10% above its in-range value (the mean over
@@ -150,7 +151,8 @@ class LMStudyConfig(options.Options):
             book: the six of chapter 5's comparison).
         extra_schemes: more schemes, trained and evaluated like ``schemes`` (first seed's
             checkpoint kept) but reported only where a chapter asks for them (the book:
-            ``("xpos",)``, for chapter 9); empty: none.
+            ``("xpos", "sinusoidal-matched")``, for chapter 9 and for chapter 5's control);
+            empty: none.
         xpos_scale_base: xPos's B; None: L/2 (Sun et al. use 512 for a training length of
             1024).
         xpos_sweep: more values of B, as multiples of L (each > 0, none giving the B in use;

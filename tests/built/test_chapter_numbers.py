@@ -56,3 +56,84 @@ def test_one_decoded_token_shows_both_decode_step_bugs():
     assert glued(stem, "ch8-step-gap-correct") < 1e-4
     assert glued(stem, "ch8-step-gap-position") > 0.5
     assert glued(stem, "ch8-step-gap-key") > 0.5
+
+
+DATA = ROOT / "posenc_core" / "book" / "data"
+
+
+def _runs(name: str) -> dict:
+    return json.loads((DATA / name).read_text(encoding="utf-8"))["runs"]
+
+
+def _mean(values) -> float:
+    return sum(values) / len(values)
+
+
+def test_rope_behind_a_window_recovers_as_chapter_5_says():
+    """Chapter 5: the same RoPE models behind a window of L are perfect on [0, L) of *first* and
+    near it on *lookback* (read here straight from the results file), and the window changes
+    nothing at length L."""
+    runs = _runs("learned_vs_fixed.json")
+    stem = "05_learned_vs_fixed"
+
+    def band(setting, task, field, lo, hi):
+        rows = [r[field]["128"][lo:hi] for r in runs.values()
+                if (r["setting"], r["task"], r["scheme"]) == (setting, task, "rope")]  # fmt: skip
+        return _mean([_mean(row) for row in rows])
+
+    first = band("encoder", "first", "window_acc", 0, 32)
+    assert glued(stem, "ch5-winv-encoder-first-rope-0") == pytest.approx(first, rel=1e-12)
+    assert first > 0.99 > 0.2 > band("encoder", "first", "acc", 0, 32)
+    assert band("encoder", "lookback", "window_acc", 64, 128) > 0.9
+    assert band("decoder", "lookback", "window_acc", 64, 128) > 0.99
+    assert glued(stem, "ch5-win-same-at-L") == "True"
+    assert all(r["window_acc"]["32"] == r["acc"]["32"] for r in runs.values())
+
+
+def test_the_embedding_recipe_share_of_the_sinusoidal_gap():
+    """Chapter 5: the control (the others' embeddings) closes a fraction of the sinusoidal-learned
+    gap on [0, L), seed by seed: (sinusoidal - control) / (sinusoidal - learned), from the file."""
+    runs = _runs("lm_study.json")
+
+    def inside(scheme):
+        rows = sorted((r["seed"], r["loss"][:64]) for r in runs.values() if r["scheme"] == scheme)
+        return [_mean(loss) for _, loss in rows]
+
+    sin, control, learned = inside("sinusoidal"), inside("sinusoidal-matched"), inside("learned")
+    share = _mean([a - b for a, b in zip(sin, control)]) / _mean(
+        [a - b for a, b in zip(sin, learned)]
+    )
+    assert glued("05_learned_vs_fixed", "ch5-recipe-share") == pytest.approx(share, rel=1e-9)
+    assert all(a > b > c for a, b, c in zip(sin, control, learned))  # "still trails" on every seed
+
+
+def test_xpos_sweep_order_and_far_attention_as_chapter_9_says():
+    """Chapter 9: on [4L, 8L), every seed orders L/8 and L/2 < 2L < 8L < RoPE, and far queries
+    put most of RoPE's attention L or more back but little of xPos's at B = L/2."""
+    saved = json.loads((DATA / "lm_study.json").read_text(encoding="utf-8"))
+
+    def far(entries):
+        return [_mean(r["loss"][256:]) for r in sorted(entries, key=lambda r: r["seed"])]
+
+    main = {s: [r for r in saved["runs"].values() if r["scheme"] == s] for s in ("rope", "xpos")}
+    sweep = {b: [r for r in saved["xpos_sweep"].values() if r["scale_base"] == b]
+             for b in (8.0, 128.0, 512.0)}  # fmt: skip
+    loss = {"rope": far(main["rope"]), 32.0: far(main["xpos"])}
+    loss |= {b: far(entries) for b, entries in sweep.items()}
+    for seed in range(3):
+        assert max(loss[8.0][seed], loss[32.0][seed]) < loss[128.0][seed]
+        assert loss[128.0][seed] < loss[512.0][seed] < loss["rope"][seed]
+    assert glued("09_beyond_one_axis", "ch9-sweep-ordered") == "True"
+
+    def beyond_l(entries):  # share of weight at distance >= 64, mean over layers and seeds
+        shares = []
+        for r in entries:
+            edges, mass = r["attention"]["edges"], r["attention"]["far"]["mass"]
+            k = edges.index(64)
+            shares.append(_mean([sum(layer[k:]) for layer in mass]))
+        return _mean(shares)
+
+    rope, xpos = beyond_l(main["rope"]), beyond_l(main["xpos"])
+    assert glued("09_beyond_one_axis", "ch9-att-far-rope") == pytest.approx(rope, rel=1e-9)
+    assert glued("09_beyond_one_axis", "ch9-att-far-xpos-32") == pytest.approx(xpos, rel=1e-9)
+    assert rope > 0.75 and xpos < 0.3

@@ -73,3 +73,24 @@ def tiny_phi3(partial_rotary_factor=1.0):
         },
     )
     return Phi3ForCausalLM(config).eval()
+
+
+def tiny_qwen2vl_text(seed=0):
+    """Qwen2-VL's text model: 4 heads of 16, M-RoPE sections (2, 3, 3) pairs for (t, h, w)."""
+    from transformers import Qwen2VLTextConfig
+    from transformers.models.qwen2_vl.modeling_qwen2_vl import Qwen2VLTextModel
+
+    torch.manual_seed(seed)
+    config = Qwen2VLTextConfig(
+        hidden_size=64,
+        num_attention_heads=4,
+        num_key_value_heads=4,
+        head_dim=16,
+        num_hidden_layers=2,
+        intermediate_size=128,
+        vocab_size=VOCAB,
+        bos_token_id=None,
+        eos_token_id=None,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [2, 3, 3]},
+    )
+    return Qwen2VLTextModel(config).eval()

@@ -31,6 +31,8 @@ __all__ = [
     "check_scaling_loader",
     "check_prope_equivalent",
     "check_mrope_positions",
+    "check_sink_positions",
+    "check_rollback",
 ]
 
 WIDTH = 80
@@ -652,4 +654,126 @@ def check_mrope_positions(answer: object, segments: list) -> Feedback:
         f"first difference on the {'thw'[axis]} axis at token {token}: got "
         f"{int(got[axis, token])}, expected {int(want[axis, token])} (after an image the next "
         "text starts one past the largest id the image used, on every axis).",
+    )
+
+
+_SINK_CASES = ((3, 8, 2), (8, 8, 2), (9, 8, 2), (40, 8, 2), (100, 16, 4), (30, 8, 0))
+"""(n tokens seen, cache size, sinks) for :func:`check_sink_positions`: before the cache is
+full, just full, one past, far past, more sinks, none."""
+
+
+def _as_positions(what: str, value: object) -> list[int] | None:
+    try:
+        out = [int(x) for x in (value.tolist() if isinstance(value, torch.Tensor) else value)]
+    except (TypeError, ValueError):
+        return None
+    return out if all(isinstance(x, int) for x in out) else None
+
+
+def check_sink_positions(positions: Callable) -> Feedback:
+    """Chapter 8b: the positions of a StreamingLLM cache (sinks kept, positions within the cache).
+
+    ``positions(n, size, sinks)`` gets the number of tokens seen so far (the current one
+    included), the cache's size and its number of sinks, and returns ``(keys, query)``: the
+    position each cached key is rotated at, in cache order (sinks first), and the query's.
+    StreamingLLM's rule (mit-han-lab/streaming-llm#53): the cache holds m = min(n, size) tokens
+    and rotates them at 0 .. m - 1; the query is the last of them, at m - 1. The checker tries
+    several cases and names the usual mistakes: keys at their positions in the text, and a
+    query one past the last key.
+    """
+    for n, size, sinks in _SINK_CASES:
+        out, fail = _call("positions", positions, n, size, sinks)
+        if fail is not None:
+            return fail
+        if not isinstance(out, tuple) or len(out) != 2:
+            return Feedback(False, "positions must return a pair (keys, query).")
+        keys, query = _as_positions("keys", out[0]), out[1]
+        m = min(n, size)
+        if keys is None or not isinstance(query, int):
+            return Feedback(False, "keys must be a list of ints and query an int.")
+        case = f"with n = {n}, size = {size}, sinks = {sinks}"
+        text = list(range(min(sinks, n))) + list(range(max(sinks, n - (size - sinks)), n))
+        if len(keys) != m:
+            return Feedback(False, f"{case} the cache holds {m} keys, got {len(keys)} positions.")
+        problems = []
+        if keys != list(range(m)):
+            if keys == text:
+                problems.append(
+                    f"{case} the keys keep their positions in the text ({_short_list(text)}); "
+                    "StreamingLLM rotates them at their slots, 0 .. m - 1, so the sinks' offsets "
+                    "stay in range"
+                )
+            else:
+                problems.append(
+                    f"{case} the keys should be at 0 .. {m - 1}, got {_short_list(keys)}"
+                )
+        if query != m - 1:
+            why = (
+                "one past the last key: the query is the newest entry of the cache"
+                if query == m
+                else "its position in the text"
+                if query in (n - 1, n)
+                else "not the last slot"
+            )
+            problems.append(f"{case} the query is at {query}, {why}; it belongs at {m - 1}")
+        if problems:
+            return Feedback(False, "; ".join(problems) + ".")
+    return Feedback(
+        True,
+        f"keys at 0 .. m - 1 and the query at m - 1 in all {len(_SINK_CASES)} cases: every "
+        "offset, the sinks' included, stays below the cache's size.",
+    )
+
+
+def _short_list(xs: list[int]) -> str:
+    return ", ".join(map(str, xs)) if len(xs) <= 6 else f"{xs[0]}, {xs[1]}, ..., {xs[-1]}"
+
+
+def check_rollback(rollback: Callable) -> Feedback:
+    """Chapter 8b: speculative decoding's rollback of a KV cache.
+
+    ``rollback(cache, proposed, accepted)`` gets a cache ``{"k": (b, h, n, d_h), "v": ...}``
+    whose last ``proposed`` entries are draft tokens the target model just verified, of which
+    the first ``accepted`` were accepted; it must leave exactly the first ``n - proposed +
+    accepted`` entries of keys and values (in the dict, or returned), since the next token's
+    position is read from the cache's length. Tried with some, none and all drafts accepted.
+    """
+    g = torch.Generator().manual_seed(0)
+    base, proposed = 10, 4
+    for accepted in (2, 0, proposed):
+        k = torch.randn(1, 2, base + proposed, 8, generator=g)
+        v = torch.randn(1, 2, base + proposed, 8, generator=g)
+        cache = {"k": k.clone(), "v": v.clone()}
+        out, fail = _call("rollback", rollback, cache, proposed, accepted)
+        if fail is not None:
+            return fail
+        cache = out if isinstance(out, dict) else cache
+        keep = base + accepted
+        case = f"with {accepted} of {proposed} drafts accepted"
+        got_k, got_v = cache.get("k"), cache.get("v")
+        if not isinstance(got_k, torch.Tensor) or not isinstance(got_v, torch.Tensor):
+            return Feedback(False, "the cache must still hold tensors under 'k' and 'v'.")
+        nk, nv = got_k.shape[-2], got_v.shape[-2]
+        if nk == 0 and accepted == proposed:
+            return Feedback(
+                False,
+                f"{case} the cache came back empty: x[..., :-0, :] is x[..., :0, :] in Python. "
+                "Slice to the length you keep, n - proposed + accepted, not by minus the "
+                "rejected count.",
+            )
+        if nk != keep or nv != keep:
+            which = "values" if nk == keep else "keys" if nv == keep else "keys and values"
+            return Feedback(
+                False,
+                f"{case} the cache must keep {keep} entries; its {which} hold "
+                f"{nk if which != 'values' else nv}. The next token's position is read from the "
+                "cache's length, so every entry left over moves it, and the text attends to the "
+                "rejected drafts.",
+            )
+        if not (torch.equal(got_k, k[..., :keep, :]) and torch.equal(got_v, v[..., :keep, :])):
+            return Feedback(False, f"{case} the entries kept must be the first {keep}, unchanged.")
+    return Feedback(
+        True,
+        "the rejected drafts are gone from keys and values, with some, none and every draft "
+        "accepted; the next token is positioned where the accepted text ends.",
     )

@@ -273,8 +273,66 @@ def test_every_bug_cites_reports_and_names_a_model():
     labels = [bug.label for bug in dbg.BUGS.values()]
     assert len(set(labels)) == len(labels) and max(map(len, labels)) <= 16
     for key, bug in dbg.BUGS.items():
-        assert bug.key == key and bug.model in ("rope", "rope-r8", "learned")
+        assert bug.key == key and bug.model in ("rope", "rope-r8", "rope-b500000", "learned")
         assert all("/" in r and "#" in r for r in bug.reports)
+        if dbg.PARTS[key] == 2 and key != "theta-converse":  # 8b's one without a report
+            assert bug.reports, key
+    assert list(dbg.PARTS) == list(dbg.BUGS)
+    assert [k for k, p in dbg.PARTS.items() if p == 2][0] == "window-no-sinks"
+    assert sorted(set(dbg.PARTS.values())) == [1, 2] and sum(dbg.PARTS.values()) == 18 + 2 * 10
+
+
+def test_longrope_switch_runs_use_the_factors_they_claim(rope, text):
+    t = text[:, :256]
+    l0 = dbg.LONGROPE["original_max_position_embeddings"]
+    with torch.no_grad():
+        plain = rope(t)
+        long_only = rope(t, rotate=RotaryEmbedding(16, scaling=dbg.LONGROPE))  # s > L0
+    bug = dbg.BUGS["longrope-stale-cache"]
+    ok = bug.correct(rope, t)
+    assert gap(ok[:, :l0], plain[:, :l0]) < 1e-4  # short factors are 1: the model itself
+    assert gap(ok[:, l0:], long_only[:, l0:]) < 1e-4  # after the crossover: all long
+    stale = bug.broken(rope, t)
+    assert gap(stale[:, :l0], plain[:, :l0]) < 1e-4
+    assert gap(stale[:, l0:], ok[:, l0:]) > 0.1  # cached short keys meet long queries
+    always = dbg.BUGS["longrope-long-always"].broken(rope, t)
+    assert gap(always, long_only) < 1e-4 and gap(always[:, :l0], plain[:, :l0]) > 0.1
+    assert rope.rope_scaling.rope_type == "default"  # the runs worked on copies
+
+
+def test_base_chunk_and_draft_bugs_touch_what_they_claim(rope, text):
+    t = text[:, :128]
+    with torch.no_grad():
+        plain = rope(t)
+    assert gap(dbg._based(10000.0)(rope, t), plain) < 1e-4  # the model's own base
+    assert gap(dbg.BUGS["theta-converse"].broken(rope, t), plain) > 0.1
+    chunk = dbg.BUGS["chunk-restart"].broken(rope, t)
+    assert gap(chunk[:, : dbg.CHUNK], plain[:, : dbg.CHUNK]) < 1e-4
+    assert gap(chunk[:, dbg.CHUNK :], plain[:, dbg.CHUNK :]) > 0.1
+    kept = dbg.BUGS["drafts-kept"].broken(rope, t)
+    k = dbg.DRAFTS[0]
+    assert gap(kept[:, :k], plain[:, :k]) < 1e-4 and gap(kept[:, k:], plain[:, k:]) > 0.1
+
+
+def test_the_position_lag_follows_a_counter_that_advances_by_one_per_round(rope, text):
+    """An independent simulation of transformers#30042's counter against the bug's ids."""
+    k, s = dbg.DRAFTS[0], 40
+    counter, positions = 0, []
+    for start in range(0, s, k):  # one round verifies k tokens from the counter on
+        positions += [counter + i for i in range(min(k, s - start))]
+        counter += 1  # the bug: one step per round, not k
+    seen = {}
+
+    def record(q, kk, pos):
+        seen["pos"] = pos.clone()
+        return rope.rope(q, kk, pos)
+
+    t = text[:, :s]
+    with torch.no_grad():
+        lagged = dbg.BUGS["draft-position-lag"].broken(rope, t)
+        simulated = rope(t, positions=torch.tensor(positions), rotate=record)
+    assert seen["pos"].tolist() == positions
+    torch.testing.assert_close(lagged, simulated)
 
 
 def test_bug_curves_share_baselines_and_have_seed_rows(rope, learned):

@@ -69,3 +69,52 @@ def test_bad_arguments_name_what_is_wrong(rope, tokens):
         caches.window_forward(ls.load_lm("alibi", 0), tokens, size=4)
     with pytest.raises(ValueError, match="int64"):
         caches.window_forward(rope, tokens.float(), size=4)
+
+
+def test_keys_never_rerotated_lose_their_order_once_the_cache_is_full(rope, tokens):
+    """Under "inserted" every key written to the last slot meets the query at offset 0, so the
+    order of those keys cannot matter: swapping two of them leaves the last logits alone."""
+    size = 6
+    ins = caches.window_forward(rope, tokens, size=size, sinks=1, rule="inserted")
+    ok = caches.window_forward(rope, tokens, size=size, sinks=1, rule="cache")
+    torch.testing.assert_close(ins[:, :size], ok[:, :size], rtol=1e-4, atol=1e-4)
+    assert (ins[:, size:] - ok[:, size:]).abs().max() > 1e-2
+    # the last query sees the sink and keys 19..23; keys 20 and 21 were written to the last
+    # slot, so exchanging their tokens changes nothing at the last position but their own
+    swapped = tokens.clone()
+    swapped[:, [20, 21]] = tokens[:, [21, 20]]
+    one = caches.window_forward(rope, swapped, size=size, sinks=1, rule="inserted")
+    other = caches.window_forward(rope, swapped, size=size, sinks=1, rule="cache")
+    assert (one[:, -1] - ins[:, -1]).abs().max() < (other[:, -1] - ok[:, -1]).abs().max()
+
+
+@pytest.mark.parametrize("chunk", [1, 5, 8, 24, 40])
+def test_chunked_prefill_is_the_full_pass_and_restarting_is_positions_mod_chunk(
+    rope, tokens, chunk
+):
+    with torch.no_grad():
+        plain = rope(tokens)
+        emulated = rope(tokens, positions=torch.arange(tokens.shape[1]) % chunk)
+    torch.testing.assert_close(caches.chunked_prefill(rope, tokens, chunk=chunk), plain,
+                               rtol=1e-4, atol=1e-4)  # fmt: skip
+    wrong = caches.chunked_prefill(rope, tokens, chunk=chunk, restart=True)
+    torch.testing.assert_close(wrong, emulated, rtol=1e-4, atol=1e-4)
+    if chunk < tokens.shape[1]:
+        assert (wrong[:, chunk:] - plain[:, chunk:]).abs().max() > 1e-2
+    torch.testing.assert_close(wrong[:, :chunk], plain[:, :chunk], rtol=1e-4, atol=1e-4)
+
+
+def test_rejected_drafts_by_counting():
+    t = torch.arange(10)[None].repeat(2, 1) + 100  # (2, 10): tokens 100 .. 109
+    cached, real = caches.with_rejected_drafts(t, accepted=4, rejected=2)
+    # rounds: 100-103, drafts 105 106, 104-107, drafts 109 109 (clamped), 108 109
+    assert cached[0].tolist() == [100, 101, 102, 103, 105, 106, 104, 105, 106, 107, 109, 109,
+                                  108, 109]  # fmt: skip
+    assert real.tolist() == [0, 1, 2, 3, 6, 7, 8, 9, 12, 13]
+    assert torch.equal(cached[:, real], t)
+    same, idx = caches.with_rejected_drafts(t, accepted=3, rejected=0)
+    assert torch.equal(same, t) and idx.tolist() == list(range(10))
+    with pytest.raises(ValueError, match="accepted"):
+        caches.with_rejected_drafts(t, accepted=0, rejected=1)
+    with pytest.raises(ValueError, match="chunk"):
+        caches.chunked_prefill(ls.load_lm("rope", 0), t, chunk=0)

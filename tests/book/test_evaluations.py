@@ -48,7 +48,9 @@ def test_every_bug_and_ablation_is_there_with_its_shape(committed):
     assert all(a.shape == (3, 8 * ev.TRAIN_LEN) for a in ablated.values())
 
 
-@pytest.mark.parametrize("key", ["layout", "partial-slice", "learned-off-by-one"])
+@pytest.mark.parametrize(
+    "key", ["layout", "partial-slice", "learned-off-by-one", "sinks-not-rerotated", "theta-default"]
+)
 def test_a_sample_of_bugs_recomputes_to_the_committed_curves(committed, models, key):
     """One bug per kind of model, measured again now, equals the committed curves."""
     live = ev.bug_curves(models, bugs=[key])[key]
@@ -81,3 +83,25 @@ def test_staleness_is_detected():
     assert ev.is_stale(bad_inputs) == ["the held-out excerpt changed"]
     other = {**good, "settings": {**good["settings"], "bug_windows": 1}}
     assert any("settings" in p for p in ev.is_stale(other))
+
+
+def test_curves_load_by_page(committed):
+    one, two = ev.load_bug_curves(committed, part=1), ev.load_bug_curves(committed, part=2)
+    assert len(one) == 18 and len(two) == 10 and not set(one) & set(two)
+    assert list(one) + list(two) == list(dbg.BUGS)
+    with pytest.raises(ValueError, match="part must be 1, 2 or None"):
+        ev.load_bug_curves(committed, part=3)
+
+
+def test_base_probe_is_complete_and_recomputes(committed, models):
+    probe = ev.load_base_probe(committed)
+    assert probe["bases"].tolist() == list(ev.PROBE_BASES)
+    assert probe["rope"].shape == probe["rope-b500000"].shape == (3, len(ev.PROBE_BASES))
+    pick = [ev.PROBE_BASES.index(b) for b in (10000.0, 500000.0)]
+    live = ev.base_probe({k: models[k][:1] for k in ("rope", "rope-b500000")}, [10000.0, 500000.0])
+    for name in ("rope", "rope-b500000"):
+        np.testing.assert_allclose(live[name][0], probe[name][0, pick], rtol=0, atol=TOLERANCE)
+    # read with its own base, each model is within 0.01 nats of its best base on every seed
+    for name, own in (("rope", 10000.0), ("rope-b500000", 500000.0)):
+        at_own = probe[name][:, ev.PROBE_BASES.index(own)]
+        assert (at_own <= probe[name].min(axis=1) + 0.01).all(), name

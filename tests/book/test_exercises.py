@@ -134,3 +134,50 @@ def test_mrope_checker_compares_with_qwen2_vl_rule():
     fb = ex.check_mrope_positions(counted, segments)
     assert not fb and "token 6" in fb.message and "expected 4" in fb.message
     assert "shape" in ex.check_mrope_positions(by_hand[:2], segments).message
+
+
+def test_sink_position_checker_names_text_positions_and_the_query_slot():
+    def broken(n, size, sinks):  # chapter 8b's starting point
+        kept = list(range(min(sinks, n))) + list(range(max(sinks, n - (size - sinks)), n))
+        return kept, n
+
+    def query_fixed(n, size, sinks):
+        kept = list(range(min(sinks, n))) + list(range(max(sinks, n - (size - sinks)), n))
+        return kept, len(kept) - 1
+
+    def right(n, size, sinks):
+        m = min(n, size)
+        return list(range(m)), m - 1
+
+    verdict = exercises.check_sink_positions(broken)
+    assert not verdict and "one past the last key" in verdict.message
+    verdict = exercises.check_sink_positions(query_fixed)
+    assert not verdict and "keep their positions in the text" in verdict.message
+    assert exercises.check_sink_positions(right)
+    assert not exercises.check_sink_positions(lambda n, size, sinks: 1 / 0)
+    assert "pair" in exercises.check_sink_positions(lambda n, size, sinks: [0]).message
+
+
+def test_rollback_checker_names_untrimmed_values_and_the_minus_zero_slice():
+    def broken(cache, proposed, accepted):  # chapter 8b's starting point
+        rejected = proposed - accepted
+        cache["k"] = cache["k"][..., :-rejected, :]
+        return cache
+
+    def both(cache, proposed, accepted):
+        rejected = proposed - accepted
+        return {name: x[..., :-rejected, :] for name, x in cache.items()}
+
+    def right(cache, proposed, accepted):
+        keep = cache["k"].shape[-2] - proposed + accepted
+        return {name: x[..., :keep, :] for name, x in cache.items()}
+
+    verdict = exercises.check_rollback(broken)
+    assert not verdict and "its values hold 14" in verdict.message
+    verdict = exercises.check_rollback(both)
+    assert not verdict and ":-0" in verdict.message
+    assert exercises.check_rollback(right)
+    wrong_end = exercises.check_rollback(
+        lambda c, p, a: {n: x[..., p - a :, :] for n, x in c.items()}
+    )
+    assert not wrong_end and "first" in wrong_end.message

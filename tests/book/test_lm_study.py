@@ -157,6 +157,9 @@ def test_committed_results_are_not_stale_and_complete():
             np.testing.assert_allclose(np.sum(run["attention"][band]["mass"], 1), 1.0, atol=1e-3)
     assert {f"rope/{seed}" for seed in c.seeds} <= set(saved["checkpoints"])
     assert {f"rope-r8/{seed}" for seed in c.seeds} | {"xpos/0"} <= set(saved["checkpoints"])
+    assert c.rope_bases == (500000.0,)  # Llama 3's rope_theta, for chapter 8b
+    assert {f"rope-b500000/{seed}" for seed in c.seeds} <= set(saved["checkpoints"])
+    assert set(saved["bases"]) == {f"500000/{seed}" for seed in c.seeds}
     for entry in saved["checkpoints"].values():
         assert (st.RESULTS_FILE.parent / entry["file"]).exists()
 
@@ -198,6 +201,37 @@ def test_partial_rotary_runs_are_trained_saved_and_loadable(tiny):
     )
     with pytest.raises(KeyError, match="rotary_dim=4"):
         lm_curves.partial_curves(res, 4)
+
+
+def test_runs_at_another_base_are_trained_saved_and_loadable(tiny):
+    res, out = tiny
+    assert set(res["bases"]) == {"500000/0"}
+    curves = lm_curves.base_curves(res, 500000)
+    m = st.load_lm("rope", 0, base=500000, results=out)
+    assert m.rope.base == 500000.0 and m.rope.rotary_dim == 16
+    np.testing.assert_allclose(
+        st.per_position_loss(m, corpus.heldout_excerpt()[:16384], 8 * 16), curves[0], atol=1e-3
+    )
+    plain = st.load_lm("rope", 0, results=out)
+    assert plain.rope.base == 10000.0
+    assert not torch.equal(m.blocks[0].attn.qkv.weight, plain.blocks[0].attn.qkv.weight)
+    with pytest.raises(KeyError, match="base=1000"):
+        lm_curves.base_curves(res, 1000)
+    with pytest.raises(KeyError, match="base=1000 .*there are: .*rope-b500000/0"):
+        st.load_lm("rope", 0, base=1000, results=out)
+    with pytest.raises(ValueError, match="rotary_dim or base"):
+        st.load_lm("rope", 0, base=500000, rotary_dim=8, results=out)
+
+
+@pytest.mark.parametrize(
+    "bases, pattern",
+    [((10000.0,), "not base=10000"), ((5e5, 5e5), "distinct"), ((1.0,), "rope_base")],
+)
+def test_rope_bases_are_checked(bases, pattern):
+    with pytest.raises(ValueError, match=pattern):
+        st.LMStudyConfig(rope_bases=bases)
+    with pytest.raises(ValueError, match="need the 'rope' scheme"):
+        st.LMStudyConfig(schemes=("none",), finetune_methods=(), rotary_dims=())
 
 
 @pytest.mark.parametrize(

@@ -17,6 +17,10 @@ The instruments:
   of windows of the committed excerpt, for any function from tokens to logits (the studies'
   own measurement).
 
+The bugs of caches that evict, chunked prefill, speculative decoding, LongRoPE's switch and the
+wrong ``rope_theta`` (chapter 8b) run through :mod:`posenc_core.book.instruments.caches` and the
+same forward pass; :data:`PARTS` says which page reports each bug.
+
 Each bug of :data:`BUGS` is a :class:`Bug`: the broken computation and its correct
 counterpart, both functions ``(model, tokens) -> logits`` for the same input (for left padding
 and packing the counterpart is the same batch handled correctly, not the plain model), the
@@ -46,6 +50,7 @@ import torch
 
 from posenc_core import _validation as check
 from posenc_core.attention import attention
+from posenc_core.book.instruments import caches
 from posenc_core.book.models.byte_lm import ByteLM, Rotate
 from posenc_core.book.studies import heldout
 from posenc_core.positions import (
@@ -67,6 +72,13 @@ __all__ = [
     "DOC_LEN",
     "YARN",
     "CONFIG",
+    "WINDOW",
+    "SINKS",
+    "LONGROPE",
+    "CHUNK",
+    "DRAFTS",
+    "PARTS",
+    "DECODING",
     "bug_curves",
     "interleaved_checkpoint",
     "convert_checkpoint_broken",
@@ -565,6 +577,98 @@ def _sticky(after: int) -> Run:
     return run
 
 
+WINDOW = 64
+"""Keys a sliding-window or sink cache holds per layer in chapter 8b (L: every offset the window
+keeps was trained)."""
+
+SINKS = 4
+"""The first tokens a sink cache never evicts (StreamingLLM keeps 4)."""
+
+LONGROPE = {
+    "rope_type": "longrope",
+    "short_factor": [1.0] * 8,
+    "long_factor": [1.0 + 3.0 * i / 7 for i in range(8)],
+    "original_max_position_embeddings": 64,
+    "attention_factor": 1.0,
+}
+"""The LongRoPE scaling of chapter 8b's switch: short factors 1 (the trained model itself inside
+L0 = L), long factors rising from 1 for the fastest pair to 4 for the slowest (a 4L target), and
+attention factor 1 so that only the switch of frequencies differs between the runs."""
+
+CHUNK = 32
+"""Tokens per prefill chunk (L/2) in the chunked-prefill bug."""
+
+DRAFTS = (4, 2)
+"""Speculative decoding in chapter 8b: per round, tokens accepted and drafts rejected."""
+
+
+def _window(sinks: int, rule: str) -> Run:
+    def run(model: ByteLM, tokens: torch.Tensor) -> torch.Tensor:
+        return caches.window_forward(model, tokens, size=WINDOW, sinks=sinks, rule=rule)
+
+    return run
+
+
+def _longrope_stale(model: ByteLM, tokens: torch.Tensor) -> torch.Tensor:
+    """Decoding with LongRoPE chosen per step from the length so far, the cache kept: keys of
+    the first L0 tokens stay rotated with the short factors (transformers before PR 33129)."""
+    m = copy.deepcopy(model)
+    m.set_rope_scaling(LONGROPE)
+    return cached_forward(m, tokens, prefill=min(32, tokens.shape[1]))
+
+
+def _longrope_reprefill(model: ByteLM, tokens: torch.Tensor) -> torch.Tensor:
+    """Short factors while the text is at most L0 long; at the crossover the cache is dropped
+    and everything is recomputed with the long factors (Phi-3 in transformers since PR 33129)."""
+    rotate = _rope_like(model, LONGROPE)  # picks by max(position) + 1, as Hugging Face does
+    l0 = LONGROPE["original_max_position_embeddings"]
+    short = model(tokens[:, :l0], rotate=rotate)
+    return torch.cat([short, model(tokens, rotate=rotate)[:, l0:]], dim=1)
+
+
+def _longrope_long(model: ByteLM, tokens: torch.Tensor) -> torch.Tensor:
+    """The long factors at every position, chosen once from the longest length served (vLLM
+    since PR 27431 when max_model_len > L0; llama.cpp's context size, issue 24823)."""
+    m = copy.deepcopy(model)
+    m.set_rope_scaling({**LONGROPE, "short_factor": LONGROPE["long_factor"]})
+    return m(tokens)
+
+
+def _based(base: float) -> Run:
+    """The model's rotation, read with another rope_theta."""
+
+    def run(model: ByteLM, tokens: torch.Tensor) -> torch.Tensor:
+        rope = model.rope
+        assert rope is not None
+        return model(tokens, rotate=RotaryEmbedding(rope.head_dim, base=base))
+
+    return run
+
+
+def _chunks_restart(model: ByteLM, tokens: torch.Tensor) -> torch.Tensor:
+    """Chunked prefill whose every chunk is rotated from 0; one pass, equal to
+    :func:`~posenc_core.book.instruments.caches.chunked_prefill` with ``restart``."""
+    return model(tokens, positions=torch.arange(tokens.shape[1]) % CHUNK)
+
+
+def _drafts_kept(model: ByteLM, tokens: torch.Tensor) -> torch.Tensor:
+    """Rejected drafts left in the cache: the text attends to them and its positions count them."""
+    cached, real = caches.with_rejected_drafts(tokens, accepted=DRAFTS[0], rejected=DRAFTS[1])
+    return model(cached)[:, real]
+
+
+def _position_lag(model: ByteLM, tokens: torch.Tensor) -> torch.Tensor:
+    """The position counter advanced by 1 per round instead of by the tokens accepted
+    (transformers#30042): round r starts at position r, so positions repeat and run back."""
+    t = torch.arange(tokens.shape[1])
+    k = DRAFTS[0]
+    return model(tokens, positions=t - (t // k) * (k - 1))
+
+
+DECODING = ("cached", "longrope")
+"""Baselines of bugs that decode one token at a time (measured on fewer windows)."""
+
+
 @dataclass(frozen=True)
 class Bug:
     """One bug of chapter 8 and its correct counterpart.
@@ -574,7 +678,7 @@ class Bug:
         title: what goes wrong, in a few words.
         label: a name of at most 16 characters, for buttons.
         model: the trained model it runs on: ``"rope"``, ``"rope-r8"`` (partial rotary, 8 of 16
-            dims) or ``"learned"``.
+            dims), ``"rope-b500000"`` (RoPE trained at base 500000) or ``"learned"``.
         eval_factor: evaluation windows are eval_factor * L positions.
         reports: public reports of it (``owner/repo#number``).
         broken: ``(model, tokens) -> logits`` with the bug.
@@ -650,12 +754,49 @@ def _bugs() -> dict[str, Bug]:
          "learned: packing", "learned", 8, (),
          lambda m, t: _packed(m, t, restart=False, doc_mask=True),
          pack_ok, "packed"),
+        # chapter 8b
+        ("window-no-sinks", "sliding window, first tokens evicted", "window, no sinks",
+         "rope", 8, ("mit-han-lab/streaming-llm#53",),
+         _window(0, "text"), _window(SINKS, "cache"), "sinks"),
+        ("sinks-text-positions", "sink cache, sinks at text positions", "sinks: text pos",
+         "rope", 8, ("mit-han-lab/streaming-llm#53", "huggingface/transformers#31581"),
+         _window(SINKS, "text"), _window(SINKS, "cache"), "sinks"),
+        ("sinks-not-rerotated", "sink cache, keys never re-rotated", "sinks: stale rot",
+         "rope", 8, ("huggingface/transformers#31581", "huggingface/transformers#31537"),
+         _window(SINKS, "inserted"), _window(SINKS, "cache"), "sinks"),
+        ("longrope-stale-cache", "LongRoPE switch, short keys kept", "LongRoPE: stale",
+         "rope", 4, ("huggingface/transformers#33129", "vllm-project/vllm#27414"),
+         _longrope_stale, _longrope_reprefill, "longrope"),
+        ("longrope-long-always", "LongRoPE long factors from token 0", "LongRoPE: long",
+         "rope", 4, ("vllm-project/vllm#27431", "ggml-org/llama.cpp#24823"),
+         _longrope_long, _longrope_reprefill, "longrope"),
+        ("theta-default", "rope_theta 500000 read as 10000", "theta 10000",
+         "rope-b500000", 8,
+         ("ollama/ollama#2379", "vllm-project/vllm#9502", "deepspeedai/DeepSpeed#8345",
+          "lyogavin/airllm#368"),
+         _based(10000.0), _plain, "plain"),
+        ("theta-converse", "rope_theta 10000 read as 500000", "theta 500000", "rope", 8, (),
+         _based(500000.0), _plain, "plain"),
+        ("chunk-restart", "chunked prefill, chunks from position 0", "chunk restart",
+         "rope", 8, ("huggingface/transformers#43082", "vllm-project/vllm#10388"),
+         _chunks_restart, _plain, "plain"),
+        ("drafts-kept", "rejected drafts left in the cache", "drafts kept", "rope", 8,
+         ("ml-explore/mlx-lm#1109",), _drafts_kept, _plain, "plain"),
+        ("draft-position-lag", "position +1 per round, not +accepted", "draft positions",
+         "rope", 8, ("huggingface/transformers#30042", "huggingface/transformers#30068"),
+         _position_lag, _plain, "plain"),
     ]  # fmt: skip
     return {r[0]: Bug(*r) for r in rows}
 
 
 BUGS: dict[str, Bug] = _bugs()
-"""Chapter 8's bugs by key (see :class:`Bug`)."""
+"""The bugs of chapters 8 and 8b by key (see :class:`Bug`), in the chapters' order."""
+
+PARTS: dict[str, int] = {
+    k: 1 + (i >= list(BUGS).index("window-no-sinks")) for i, k in enumerate(BUGS)
+}
+"""Which page reports each bug: 1, chapter 8; 2, chapter 8b (caches, windows, prefill chunks,
+drafts, LongRoPE's switch, the base)."""
 
 
 def bug_curves(
@@ -675,7 +816,8 @@ def bug_curves(
         data: held-out bytes.
         train_len: L (windows are ``bug.eval_factor * L``).
         max_windows: windows per measurement (None: all).
-        cache_windows: windows for the KV-cache bugs (decoding runs one token at a time).
+        cache_windows: windows for the bugs that decode one token at a time (baselines in
+            :data:`DECODING`).
 
     Returns:
         key -> ``{"broken": (S, P), "correct": (S, P)}``; correct counterparts with the same
@@ -688,7 +830,7 @@ def bug_curves(
         if bug.model not in models:
             raise ValueError(f"bug {key!r} runs on model {bug.model!r}; models has {list(models)}")
         length = bug.eval_factor * train_len
-        n = cache_windows if bug.baseline == "cached" else max_windows
+        n = cache_windows if bug.baseline in DECODING else max_windows
 
         def measure(run: Run, ms: Sequence[ByteLM], length: int, n: int | None) -> np.ndarray:
             curves = [

@@ -13,6 +13,13 @@ query carry. Two rules are in use (:data:`RULES`):
   in slot c is at position c and the query takes the last slot, so every offset, the sinks'
   included, stays below ``size``. For the recent keys the offsets equal the text's (the slots
   are contiguous); only the sinks' change.
+* ``"inserted"``: the ``"cache"`` rule without re-rotation, the mistake that rule invites: each
+  key is rotated once, at the slot it is written to, and kept so. Once the cache is full every new
+  key is written to the last slot and the query sits there too, so all keys written since then
+  meet the query at offset 0: the cache no longer knows their order. StreamingLLM caches keys
+  before rotation and rotates them at every step for this reason (mit-han-lab/streaming-llm#53);
+  Hugging Face's ``SinkCache`` re-rotated the kept keys by one position at every eviction
+  (huggingface/transformers#31581 and PR 31537).
 
 :func:`window_forward` computes the logits of teacher-forced decoding under either rule in one
 pass: each query attends to exactly the keys the cache would hold when it is decoded, rotated as
@@ -33,11 +40,19 @@ from posenc_core import _validation as check
 from posenc_core.attention import attention
 from posenc_core.book.models.byte_lm import ByteLM
 
-__all__ = ["RULES", "visible_keys", "window_forward", "rolling_decode"]
+__all__ = [
+    "RULES",
+    "visible_keys",
+    "window_forward",
+    "rolling_decode",
+    "chunked_prefill",
+    "with_rejected_drafts",
+]
 
-RULES = ("text", "cache")
-"""The two ways in use to position the keys of a cache that evicts, ``"text"`` (positions in the
-text) and ``"cache"`` (positions within the cache, StreamingLLM's rule)."""
+RULES = ("text", "cache", "inserted")
+"""How a cache that evicts positions its keys: ``"text"`` (positions in the text), ``"cache"``
+(positions within the cache, StreamingLLM's rule) and ``"inserted"`` (the slot each key was
+written to, never re-rotated: the bug)."""
 
 
 def _check(model: object, tokens: object, size: object, sinks: object, rule: object):
@@ -81,7 +96,7 @@ def window_forward(
         tokens: int64 ``(b, s)``.
         size: keys the cache holds per layer (the new token's own key included).
         sinks: how many of the first tokens it never evicts (0: a plain sliding window).
-        rule: ``"text"`` or ``"cache"`` (:data:`RULES`).
+        rule: ``"text"``, ``"cache"`` or ``"inserted"`` (:data:`RULES`).
 
     Returns:
         logits ``(b, s, 256)``; with ``size >= s`` (nothing evicted) the model's own pass.
@@ -90,16 +105,23 @@ def window_forward(
     s = tokens.shape[1]
     keep = visible_keys(s, size, sinks)
     mask = torch.zeros(s, s).masked_fill(~keep, float("-inf"))  # (s, s)
-    sink_col = (torch.arange(s)[None, :] < sinks) & keep  # (s, s): keys scored as sinks
-    slot = torch.arange(s).clamp_max(size - 1)  # the query's slot under "cache"
+    j = torch.arange(s)[None, :]
+    slot = torch.arange(s).clamp_max(size - 1)  # the query's slot, and where key i is written
+    # the keys that meet the query at offset slot(i) - j instead of their text offset i - j
+    # ("cache": the sinks; "inserted": keys written before the cache was full), and those at
+    # offset 0 ("inserted": keys written to the last slot once it was full)
+    at_slot = {"text": j < 0, "cache": j < sinks, "inserted": j < size - 1}[rule] & keep
+    at_zero = ~at_slot & keep if rule == "inserted" else None
     scale = (model.d_model // model.n_heads) ** -0.5
 
     def attend(layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         qr, kr = model.rope(q, k)  # positions in the text
         scores = qr @ kr.transpose(-1, -2) * scale  # (b, h, s, s)
-        if rule == "cache" and sinks:
-            qs, _ = model.rope(q, q, slot)  # each query at its slot, sinks at their own index
-            scores = torch.where(sink_col, qs @ kr.transpose(-1, -2) * scale, scores)
+        if at_slot.any():
+            qs, _ = model.rope(q, q, slot)  # each query at its slot, the keys at their index
+            scores = torch.where(at_slot, qs @ kr.transpose(-1, -2) * scale, scores)
+        if at_zero is not None:  # a query and a key rotated at one position: q . k
+            scores = torch.where(at_zero, q @ k.transpose(-1, -2) * scale, scores)
         return (scores + mask).softmax(-1) @ v
 
     with torch.no_grad():
@@ -112,10 +134,11 @@ def rolling_decode(
     """The same logits as :func:`window_forward`, through an explicit cache, one token at a time.
 
     Each layer's cache holds the keys (before rotation) and values of at most ``size`` tokens
-    with their positions in the text; before the new token attends, the oldest non-sink entry
-    is evicted if the cache is full, and the kept keys are rotated at their positions under
-    ``rule``. Slow (one pass per token); the reference :func:`window_forward` is checked
-    against.
+    with their positions in the text and the slot each was written to; before the new token
+    attends, the oldest non-sink entry is evicted if the cache is full, and the kept keys are
+    rotated at their positions under ``rule`` (for ``"inserted"``, at the slot they were
+    written to, which is what rotating once on insertion gives). Slow (one pass per token):
+    the reference :func:`window_forward` is checked against.
 
     Args:
         model, tokens, size, sinks, rule: as in :func:`window_forward`.
@@ -132,16 +155,14 @@ def rolling_decode(
         t = int(cache["pos"][-1]) + 1 if cache else 0  # this token's position in the text
         if cache and cache["k"].shape[-2] == size:  # full: evict the oldest non-sink entry
             keep = [c for c in range(size) if c != sinks]
-            cache.update({name: x[..., keep, :] if name != "pos" else x[keep]
+            cache.update({name: x[..., keep, :] if x.dim() > 1 else x[keep]
                           for name, x in cache.items()})  # fmt: skip
-        pos = torch.tensor([t])
-        if cache:
-            cache["k"], cache["v"] = torch.cat([cache["k"], k], -2), torch.cat([cache["v"], v], -2)
-            cache["pos"] = torch.cat([cache["pos"], pos])
-        else:
-            cache.update(k=k, v=v, pos=pos)
-        n = cache["k"].shape[-2]
-        key_pos = cache["pos"] if rule == "text" else torch.arange(n)
+        n = cache["k"].shape[-2] + 1 if cache else 1  # entries once this token is in
+        new = {"k": k, "v": v, "pos": torch.tensor([t]), "slot": torch.tensor([n - 1])}
+        for name, x in new.items():
+            dim = -2 if x.dim() > 1 else 0
+            cache[name] = torch.cat([cache[name], x], dim) if name in cache else x
+        key_pos = {"text": cache["pos"], "cache": torch.arange(n), "inserted": cache["slot"]}[rule]
         _, k_rot = model.rope(cache["k"], cache["k"], key_pos)
         q_rot, _ = model.rope(q, q, key_pos[-1:])
         return attention(q_rot, k_rot, cache["v"])
@@ -150,3 +171,81 @@ def rolling_decode(
         for t in range(tokens.shape[1]):
             out.append(model(tokens[:, t : t + 1], attend=step))
     return torch.cat(out, dim=1)
+
+
+def chunked_prefill(
+    model: ByteLM, tokens: torch.Tensor, *, chunk: int, restart: bool = False
+) -> torch.Tensor:
+    """Logits of a prompt prefilled in chunks of ``chunk`` tokens through a KV cache.
+
+    Each chunk attends to the cached keys of the chunks before it and causally to itself, and
+    its keys are cached rotated. Done right its queries and keys are rotated at their positions
+    in the text (the chunk's offset plus 0 .. chunk - 1), and the result is the model's own
+    pass. With ``restart`` the offset is forgotten and every chunk is rotated at 0 .. chunk - 1,
+    the family of huggingface/transformers#43082 and vllm-project/vllm PR 10388.
+
+    Args:
+        model: a RoPE :class:`~posenc_core.book.models.byte_lm.ByteLM`.
+        tokens: int64 ``(b, s)``.
+        chunk: tokens per chunk (>= 1).
+        restart: rotate each chunk from position 0 (the bug).
+
+    Returns:
+        logits ``(b, s, 256)``; with ``restart`` equal to
+        ``model(tokens, positions=torch.arange(s) % chunk)``, the one-pass emulation the tests
+        check it against.
+    """
+    chunk = check.positive_int("chunk", chunk)
+    model, tokens, chunk, _ = _check(model, tokens, chunk, 0, "text")
+    caches: list[dict[str, torch.Tensor]] = [{} for _ in model.blocks]
+    offset = 0
+
+    def attend(layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        cache = caches[layer]
+        q, k = model.rope(q, k, 0 if restart else offset)
+        for name, x in (("k", k), ("v", v)):
+            cache[name] = torch.cat([cache[name], x], -2) if name in cache else x
+        return attention(q, cache["k"], cache["v"], causal=True)  # the last c of n + c
+
+    out = []
+    with torch.no_grad():
+        for offset in range(0, tokens.shape[1], chunk):
+            out.append(model(tokens[:, offset : offset + chunk], attend=attend))
+    return torch.cat(out, dim=1)
+
+
+def with_rejected_drafts(
+    tokens: torch.Tensor, *, accepted: int, rejected: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The text as a speculative decoder's untrimmed cache holds it: after every ``accepted``
+    tokens of the text, ``rejected`` draft tokens that verification refused stay in the cache.
+
+    The drafts are the text's own bytes from further on (those after the next one: a draft that
+    skipped a byte), so they look like text and are wrong. With ``rejected = 0`` the text comes
+    back unchanged.
+
+    Args:
+        tokens: int64 ``(b, s)``.
+        accepted: tokens accepted per round (>= 1).
+        rejected: drafts refused per round and left in the cache (>= 0).
+
+    Returns:
+        ``(cached, real)``: int64 ``(b, s')``, the tokens in cache order, and int64 ``(s,)``,
+        the index in it of each token of the text (run a model on ``cached`` and keep
+        ``logits[:, real]``).
+    """
+    check.tensor("tokens", tokens, min_dim=2)
+    accepted = check.positive_int("accepted", accepted)
+    rejected = check.non_negative_int("rejected", rejected)
+    s = tokens.shape[1]
+    pieces, real, at = [], [], 0
+    for start in range(0, s, accepted):
+        block = tokens[:, start : start + accepted]
+        pieces.append(block)
+        real += range(at, at + block.shape[1])
+        at += block.shape[1]
+        if start + accepted < s and rejected:
+            ahead = torch.arange(start + accepted + 1, start + accepted + 1 + rejected)
+            pieces.append(tokens[:, ahead.clamp_max(s - 1)])
+            at += rejected
+    return torch.cat(pieces, dim=1), torch.tensor(real)

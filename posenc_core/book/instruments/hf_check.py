@@ -7,8 +7,12 @@ forward hook and a temporary replacement of the modeling module's ``apply_rotary
 so that the chapter shows only the lesson. The same patching is done with pytest's
 ``monkeypatch`` in ``tests/core/test_rope_models.py``.
 
-Duck typed: it never imports transformers; the caller passes the model and its modeling
-module.
+Chapter 8b decodes with a tiny Qwen2-VL text model through its KV cache and compares each decoded
+token with one full pass (:func:`mrope_decode_gap`), to show what wrong M-RoPE position ids do
+after an image.
+
+Duck typed: it never imports transformers; the caller passes the model, its modeling module or
+its cache class.
 
 Notation for tensor shapes: b = batch, s = sequence, V = vocabulary size.
 """
@@ -21,7 +25,7 @@ import torch
 
 from posenc_core.rope.module import RotaryEmbedding
 
-__all__ = ["max_logit_difference"]
+__all__ = ["max_logit_difference", "mrope_decode_gap"]
 
 
 def max_logit_difference(
@@ -105,3 +109,57 @@ def max_logit_difference(
         modeling.apply_rotary_pos_emb = shipped
         handle.remove()
     return (ours - expected).abs().max().item()
+
+
+def mrope_decode_gap(
+    model: Any,
+    new_cache: Any,
+    input_ids: torch.Tensor,
+    position_ids: torch.Tensor,
+    prompt: int,
+    decode_positions: Any,
+) -> torch.Tensor:
+    """Per decoded token, the largest difference between cached decoding and one full pass.
+
+    The full pass runs ``input_ids`` with the correct ``position_ids``. The cached run prefills
+    the first ``prompt`` tokens with their correct ids, then feeds each later token alone with
+    the ids ``decode_positions(cache_length)`` returns (None lets the model choose, which for
+    Hugging Face's text models is the cache's length on every axis). Both compare the last
+    hidden state (the text model has no head).
+
+    Args:
+        model: a ``transformers`` text model taking ``input_ids``, ``position_ids`` (3, b, s),
+            ``past_key_values`` and ``use_cache``, e.g. ``Qwen2VLTextModel``, in eval mode.
+        new_cache: called with no argument for an empty cache, e.g.
+            ``lambda: DynamicCache(config=model.config)``.
+        input_ids: int64 ``(b, s)``.
+        position_ids: int64 ``(3, b, s)``, the correct ids of every token.
+        prompt: tokens in the prefill, 1 <= prompt < s.
+        decode_positions: ``cache_length -> (3, b, 1) ids or None``, the rule under test.
+
+    Returns:
+        float ``(s - prompt,)``: the largest absolute difference of the hidden state at each
+        decoded token.
+    """
+    if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2:
+        raise TypeError(f"input_ids must be a (b, s) tensor, got {type(input_ids).__name__}")
+    b, s = input_ids.shape
+    if not isinstance(position_ids, torch.Tensor) or position_ids.shape != (3, b, s):
+        shape = getattr(position_ids, "shape", None)
+        raise ValueError(f"position_ids must have shape (3, {b}, {s}), got {shape}")
+    if not isinstance(prompt, int) or not 1 <= prompt < s:
+        raise ValueError(f"prompt must be an int with 1 <= prompt < {s}, got {prompt!r}")
+    if not callable(decode_positions) or not callable(new_cache):
+        raise TypeError("decode_positions and new_cache must be callable")
+    with torch.no_grad():
+        full = model(input_ids=input_ids, position_ids=position_ids).last_hidden_state
+        cache = new_cache()
+        model(input_ids=input_ids[:, :prompt], position_ids=position_ids[..., :prompt],
+              past_key_values=cache, use_cache=True)  # fmt: skip
+        gaps = []
+        for t in range(prompt, s):
+            ids = decode_positions(cache.get_seq_length())
+            out = model(input_ids=input_ids[:, t : t + 1], position_ids=ids,
+                        past_key_values=cache, use_cache=True).last_hidden_state  # fmt: skip
+            gaps.append((out[:, 0] - full[:, t]).abs().max())
+    return torch.stack(gaps)

@@ -1,13 +1,15 @@
-"""Measurements of the trained language models that chapters 8 and 9 report and a reader need
-not watch: chapter 8's eighteen bugs, each against its correct counterpart, and chapter 9's
-p-RoPE ablations (frequency pairs left unrotated at inference).
+"""Measurements of the trained language models that chapters 8, 8b and 9 report and a reader
+need not watch: the bugs of chapters 8 and 8b, each against its correct counterpart, chapter
+8b's base probe (the loss inside L with rope_theta set to each of many values at load) and
+chapter 9's p-RoPE ablations (frequency pairs left unrotated at inference).
 
 Each is a held-out loss per position, averaged over many windows of the committed excerpt,
-for every seed: 18 bugs x 7 models x 128 windows is about 45 s on two cores, and on a machine
-whose cores are busy several minutes, too long for a chapter cell. :func:`run_evaluations`
+for every seed: about a minute on two cores, and on a machine whose cores are busy several
+minutes, too long for a chapter cell. :func:`run_evaluations`
 computes them once from the committed checkpoints (``make study``, after the language-model
-study) and writes :data:`RESULTS_FILE`; the chapters load it with :func:`load_bug_curves` and
-:func:`load_ablation_curves`, and compute live only the single cases they explain.
+study) and writes :data:`RESULTS_FILE`; the chapters load it with :func:`load_bug_curves`,
+:func:`load_base_probe` and :func:`load_ablation_curves`, and compute live only the single cases
+they explain.
 
 The file records what it was computed from: the SHA-256 of every module the measurements run
 (:data:`CODE_MODULES`), the SHA-256 of each checkpoint and of the excerpt, the settings and
@@ -40,18 +42,22 @@ from posenc_core.book import DATA
 from posenc_core.book.instruments import bugs as dbg
 from posenc_core.book.instruments import frequency_use as fu
 from posenc_core.book.studies import corpus, heldout, lm_study, provenance
+from posenc_core.rope import RotaryEmbedding
 
 __all__ = [
     "CODE_MODULES",
     "BUG_WINDOWS",
     "CACHE_WINDOWS",
     "ABLATIONS",
+    "PROBE_BASES",
     "trained_models",
     "bug_curves",
+    "base_probe",
     "ablation_curves",
     "run_evaluations",
     "load_results",
     "load_bug_curves",
+    "load_base_probe",
     "load_ablation_curves",
     "is_stale",
     "main",
@@ -63,6 +69,7 @@ RESULTS_FILE = DATA / "evaluations.json"
 CODE_MODULES = (
     "book.studies.evaluations",
     "book.instruments.bugs",
+    "book.instruments.caches",
     "book.instruments.frequency_use",
     *lm_study.CODE_MODULES,
     "positions",
@@ -87,17 +94,24 @@ ABLATIONS: dict[str, tuple[int, ...]] = {
 """The ablations of chapter 9, each a name and the frequency pairs it leaves unrotated (0 is
 the fastest)."""
 
+PROBE_BASES: tuple[float, ...] = tuple(
+    sorted({round(10 ** (e / 4), 6) for e in range(8, 29)} | {500000.0})
+)
+"""The values of rope_theta the base probe reads each model with: 10**2 to 10**7 in quarter
+decades, and 500000."""
+
 _DIGITS = 6  # losses (nats, about 1 to 6) are stored to 1e-6, far below the 3 decimals shown
 
 
 def trained_models() -> dict[str, list]:
     """The committed models the bugs run on, by
     :attr:`~posenc_core.book.instruments.bugs.Bug.model`:
-    ``"rope"`` (seeds 0, 1, 2), ``"rope-r8"`` (partial rotary, seeds 0, 1, 2) and
-    ``"learned"`` (seed 0)."""
+    ``"rope"`` (seeds 0, 1, 2), ``"rope-r8"`` (partial rotary, seeds 0, 1, 2),
+    ``"rope-b500000"`` (trained at base 500000, seeds 0, 1, 2) and ``"learned"`` (seed 0)."""
     return {
         "rope": [lm_study.load_lm("rope", s) for s in (0, 1, 2)],
         "rope-r8": [lm_study.load_lm("rope", s, rotary_dim=8) for s in (0, 1, 2)],
+        "rope-b500000": [lm_study.load_lm("rope", s, base=500000.0) for s in (0, 1, 2)],
         "learned": [lm_study.load_lm("learned", 0)],
     }
 
@@ -125,6 +139,37 @@ def bug_curves(
         max_windows=BUG_WINDOWS,
         cache_windows=CACHE_WINDOWS,
     )
+
+
+def base_probe(
+    models: Mapping[str, Sequence] | None = None, bases: Sequence[float] = PROBE_BASES
+) -> dict[str, np.ndarray]:
+    """Chapter 8b's probe: each RoPE model read with every base of ``bases`` at load, and its
+    held-out loss inside the training length (the mean over positions [L/2, L) of every whole
+    window of L bytes of the excerpt).
+
+    Args:
+        models: as :func:`trained_models` returns (None: load them); ``"rope"`` and
+            ``"rope-b500000"`` are probed.
+        bases: the values of rope_theta to try.
+
+    Returns:
+        ``"bases"`` -> float64 ``(n,)``, and each model name -> ``(S, n)`` float64, nats.
+    """
+    models = trained_models() if models is None else models
+    text = corpus.heldout_excerpt()
+    out = {"bases": np.asarray(bases, dtype=np.float64)}
+    for name in ("rope", "rope-b500000"):
+        rows = []
+        for m in models[name]:
+            row = []
+            for b in bases:
+                run = functools.partial(m, rotate=RotaryEmbedding(m.rope.head_dim, base=float(b)))
+                curve = heldout.position_loss(run, text, TRAIN_LEN)  # every whole window
+                row.append(curve[TRAIN_LEN // 2 :].mean())
+            rows.append(row)
+        out[name] = np.asarray(rows, dtype=np.float64)
+    return out
 
 
 def ablation_curves(
@@ -171,6 +216,7 @@ def _settings() -> dict[str, Any]:
         "bug_windows": BUG_WINDOWS,
         "cache_windows": CACHE_WINDOWS,
         "bugs": list(dbg.BUGS),
+        "probe_bases": list(PROBE_BASES),
         "ablations": {k: list(v) for k, v in ABLATIONS.items()},
     }
 
@@ -197,9 +243,11 @@ def run_evaluations(
         torch.set_num_threads(threads)
     try:
         start = time.perf_counter()
-        bugs = bug_curves()
+        models = trained_models()
+        bugs = bug_curves(models)
         bug_seconds = time.perf_counter() - start
-        ablated = ablation_curves()
+        probe = base_probe(models)
+        ablated = ablation_curves(models["rope"])
         seconds = time.perf_counter() - start
     finally:
         torch.set_num_threads(old)
@@ -213,6 +261,7 @@ def run_evaluations(
         "bugs": {
             k: {part: _rows(c[part]) for part in ("broken", "correct")} for k, c in bugs.items()
         },
+        "base_probe": {k: _rows(v) if v.ndim == 2 else v.tolist() for k, v in probe.items()},
         "ablations": {k: _rows(c) for k, c in ablated.items()},
     }
     out = pathlib.Path(RESULTS_FILE if out is None else out)
@@ -228,22 +277,35 @@ def load_results(path: str | pathlib.Path | None = None) -> dict[str, Any]:
 
 
 def load_bug_curves(
-    results: Mapping[str, Any] | str | pathlib.Path | None = None,
+    results: Mapping[str, Any] | str | pathlib.Path | None = None, *, part: int | None = None
 ) -> dict[str, dict[str, np.ndarray]]:
-    """Chapter 8's curves as :func:`bug_curves` returns them, from the committed file.
+    """The bugs' curves as :func:`bug_curves` returns them, from the committed file.
 
     Args:
         results: loaded results, a path, or None (the committed :data:`RESULTS_FILE`).
+        part: 1 (chapter 8's bugs) or 2 (chapter 8b's), by
+            :data:`~posenc_core.book.instruments.bugs.PARTS`; None: every bug.
 
     Returns:
         key -> ``{"broken": (S, P), "correct": (S, P)}`` float64 arrays, in the order of
         :data:`~posenc_core.book.instruments.bugs.BUGS`.
     """
+    if part is not None and part not in (1, 2):
+        raise ValueError(f"part must be 1, 2 or None, got {part!r}")
     res = results if isinstance(results, Mapping) else load_results(results)
     return {
-        k: {part: np.asarray(c[part], dtype=np.float64) for part in ("broken", "correct")}
+        k: {side: np.asarray(c[side], dtype=np.float64) for side in ("broken", "correct")}
         for k, c in res["bugs"].items()
+        if part is None or dbg.PARTS.get(k) == part
     }
+
+
+def load_base_probe(
+    results: Mapping[str, Any] | str | pathlib.Path | None = None,
+) -> dict[str, np.ndarray]:
+    """Chapter 8b's probe as :func:`base_probe` returns it, from the committed file."""
+    res = results if isinstance(results, Mapping) else load_results(results)
+    return {k: np.asarray(v, dtype=np.float64) for k, v in res["base_probe"].items()}
 
 
 def load_ablation_curves(
@@ -274,7 +336,9 @@ def is_stale(results: Mapping[str, Any]) -> list[str]:
     if results.get("inputs", {}).get("excerpt_sha256") != now["excerpt_sha256"]:
         problems.append("the held-out excerpt changed")
     if results.get("settings") != _settings():
-        problems.append("the settings (windows, bugs, ablations) differ from the recorded ones")
+        problems.append(
+            "the settings (windows, bugs, probe bases, ablations) differ from the recorded ones"
+        )
     return problems
 
 

@@ -1,7 +1,7 @@
 """Reading the language-model study's curves: held-out loss by position, per seed.
 
-:func:`scheme_curves`, :func:`partial_curves`, :func:`xpos_sweep_curves`, :func:`method_curves`
-and :func:`finetune_curves` take the dict that
+:func:`scheme_curves`, :func:`partial_curves`, :func:`base_curves`, :func:`xpos_sweep_curves`,
+:func:`method_curves` and :func:`finetune_curves` take the dict that
 :func:`~posenc_core.book.studies.lm_study.load_results` returns and give ``(S, P)`` arrays, one
 row per seed, of the loss at every position P of the study's ``8L`` windows. :func:`bucket_edges`
 and :func:`bucket_means` summarise a curve over stretches of positions, and
@@ -28,6 +28,7 @@ __all__ = [
     "first_loss_rise",
     "scheme_curves",
     "partial_curves",
+    "base_curves",
     "xpos_sweep_curves",
     "attention_by_distance",
     "attention_beyond",
@@ -148,6 +149,18 @@ def partial_curves(results: Mapping[str, Any], rotary_dim: int) -> np.ndarray:
     """
     runs = [r for r in results.get("partial", {}).values() if r["rotary_dim"] == rotary_dim]
     return _stack(runs, f"partial-rotary run with rotary_dim={rotary_dim}")
+
+
+def base_curves(results: Mapping[str, Any], base: float) -> np.ndarray:
+    """Per-position loss of the RoPE runs trained at another ``base`` (the study's
+    ``rope_bases``).
+
+    Returns:
+        ``(S, P)`` float64 array (one row per seed).
+    """
+    b = check.real_number("base", base)
+    runs = [r for r in results.get("bases", {}).values() if r["base"] == b]
+    return _stack(runs, f"RoPE run trained at base={b:g}")
 
 
 def _sweep_runs(results: Mapping[str, Any], scale_base: float) -> list[Mapping[str, Any]]:

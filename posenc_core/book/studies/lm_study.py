@@ -22,8 +22,9 @@ briefly at the length 4L with the factor 4 (:class:`LMStudyConfig`'s ``finetune_
 per-position loss is measured after several step counts, to show how much the fine-tune matters.
 RoPE is also trained with partial rotary (``rotary_dims``: only the first r dims of each head
 rotated, with frequencies over r, as GPT-NeoX and Pythia do), for chapter 8's partial-rotary bugs,
-and xPos with other values of its B (``xpos_sweep``), for chapter 9. Every scheme's run and every
-run of the sweep also records where its attention goes: the share of attention weight on keys at
+and at other bases (``rope_bases``), for its wrong-``rope_theta`` bugs, and xPos with other
+values of its B (``xpos_sweep``), for chapter 9. Every scheme's run and every run of the sweep
+also records where its attention goes: the share of attention weight on keys at
 each distance, for queries inside L and far beyond it
 (:func:`~posenc_core.book.studies.heldout.attention_by_distance`).
 
@@ -88,38 +89,22 @@ RESULTS_FILE = DATA / "lm_study.json"
 folder (:data:`posenc_core.book.DATA`), so they are installed with it."""
 
 
-def _linear(c: LMStudyConfig, s: float) -> dict[str, Any]:
-    return {"rope_type": "linear", "factor": s}
+def _method(rope_type: str, **extra: float) -> Callable[[LMStudyConfig, float], dict[str, Any]]:
+    def params(c: LMStudyConfig, s: float) -> dict[str, Any]:
+        l0 = {"original_max_position_embeddings": c.train_len}
+        return {"rope_type": rope_type, "factor": s, **({} if rope_type in _NO_L0 else l0), **extra}
+
+    return params
 
 
-def _ntk(c: LMStudyConfig, s: float) -> dict[str, Any]:
-    return {"rope_type": "ntk", "factor": s}
-
-
-def _dynamic(c: LMStudyConfig, s: float) -> dict[str, Any]:
-    return {"rope_type": "dynamic", "factor": s, "original_max_position_embeddings": c.train_len}
-
-
-def _yarn(c: LMStudyConfig, s: float) -> dict[str, Any]:
-    return {"rope_type": "yarn", "factor": s, "original_max_position_embeddings": c.train_len}
-
-
-def _llama3(c: LMStudyConfig, s: float) -> dict[str, Any]:
-    return {
-        "rope_type": "llama3",
-        "factor": s,
-        "original_max_position_embeddings": c.train_len,
-        "low_freq_factor": 1.0,
-        "high_freq_factor": 4.0,
-    }
-
+_NO_L0 = ("linear", "ntk")  # the methods that take no original_max_position_embeddings
 
 METHODS: dict[str, Callable[[LMStudyConfig, float], dict[str, Any]]] = {
-    "pi": _linear,
-    "ntk": _ntk,
-    "dynamic": _dynamic,
-    "yarn": _yarn,
-    "llama3": _llama3,
+    "pi": _method("linear"),
+    "ntk": _method("ntk"),
+    "dynamic": _method("dynamic"),
+    "yarn": _method("yarn"),
+    "llama3": _method("llama3", low_freq_factor=1.0, high_freq_factor=4.0),
 }
 """The long-context methods, name -> the Hugging Face-style scaling dict for (config, factor s)."""
 
@@ -186,6 +171,9 @@ class LMStudyConfig(options.Options):
         rotary_dims: partial-rotary RoPE runs: for each r, RoPE rotating only the first r dims
             of each head (even, 2 <= r < d_h), trained for every seed like the schemes (the
             book: r = 8 of 16); empty: none. Needs the ``"rope"`` scheme.
+        rope_bases: RoPE runs at other bases (each > 1 and not ``base``), trained for every seed
+            like the schemes, every seed's checkpoint kept (the book: 500000, Llama 3's
+            rope_theta); empty: none. Needs the ``"rope"`` scheme.
         eval_batch: windows per evaluation forward pass.
         device: ``"cpu"`` (the book's numbers) or another torch device such as ``"cuda"``.
 
@@ -219,6 +207,7 @@ class LMStudyConfig(options.Options):
     finetune_batch: int | None = None
     finetune_lr: float = 1e-3
     rotary_dims: tuple[int, ...] = (8,)
+    rope_bases: tuple[float, ...] = (500000.0,)
     eval_batch: int = 32
     device: str = "cpu"
 
@@ -299,9 +288,13 @@ class LMStudyConfig(options.Options):
                 )
         if len(set(dims)) != len(dims):
             raise ValueError(f"rotary_dims must not repeat an entry, got {dims}")
-        if dims and "rope" not in self.schemes:
-            raise ValueError("rotary_dims need the 'rope' scheme among schemes")
+        bases = tuple(check.base_value("rope_base", b) for b in _listed(self, "rope_bases"))
+        if len(set(bases)) != len(bases) or self.base in bases:
+            raise ValueError(f"rope_bases must be distinct and not base={self.base}, got {bases}")
+        if (dims or bases) and "rope" not in self.schemes:
+            raise ValueError("rotary_dims and rope_bases need the 'rope' scheme among schemes")
         put("rotary_dims", dims)
+        put("rope_bases", bases)
         if not isinstance(self.device, str) or not self.device:
             raise TypeError(f"device must be a device name such as 'cpu', got {self.device!r}")
         if self.eval_len + 1 > corpus.EXCERPT_BYTES:
@@ -359,8 +352,10 @@ _POSITIVE = (
 
 
 def _listed(c: LMStudyConfig, name: str) -> tuple:
-    may_be_empty = name in ("finetune_methods", "rotary_dims", "extra_schemes", "xpos_sweep")
-    return options.listed(name, getattr(c, name), may_be_empty=may_be_empty)
+    return options.listed(name, getattr(c, name), may_be_empty=name in _MAY_BE_EMPTY)
+
+
+_MAY_BE_EMPTY = ("finetune_methods", "rotary_dims", "rope_bases", "extra_schemes", "xpos_sweep")
 
 
 def _config(config: object) -> LMStudyConfig:
@@ -376,10 +371,11 @@ def build_lm(
     *,
     rotary_dim: int | None = None,
     xpos_scale_base: float | None = None,
+    base: float | None = None,
 ) -> ByteLM:
     """The untrained model of one run: a :class:`~posenc_core.book.models.byte_lm.ByteLM` built
     after ``torch.manual_seed(seed)`` (``rotary_dim``: partial rotary, ``"rope"`` only;
-    ``xpos_scale_base``: xPos's B, None: the config's)."""
+    ``xpos_scale_base``: xPos's B, None: the config's; ``base``: None, the config's)."""
     c = _config(config)
     torch.manual_seed(seed)
     return ByteLM(
@@ -388,7 +384,7 @@ def build_lm(
         n_layers=c.n_layers,
         n_heads=c.n_heads,
         max_len=c.eval_len,
-        base=c.base,
+        base=c.base if base is None else base,
         t5_num_buckets=c.t5_num_buckets,
         t5_max_distance=c.t5_distance,
         rotary_dim=rotary_dim,
@@ -454,6 +450,7 @@ def train_lm(
     train_data: torch.Tensor | None = None,
     rotary_dim: int | None = None,
     xpos_scale_base: float | None = None,
+    base: float | None = None,
 ) -> tuple[ByteLM, list[list[float]]]:
     """Train one scheme at length L for one seed.
 
@@ -465,6 +462,7 @@ def train_lm(
             (:func:`~posenc_core.book.studies.corpus.corpus_split`).
         rotary_dim: partial rotary (``"rope"`` only; None: the whole head).
         xpos_scale_base: xPos's B (``"xpos"`` only; None: the config's).
+        base: RoPE's or the sinusoidal table's base (None: the config's).
 
     Returns:
         ``(model, curve)``: the trained model (eval mode, on ``config.device``) and the training
@@ -474,9 +472,9 @@ def train_lm(
     check.choice("scheme", scheme, tuple(SCHEMES))
     seed = check.non_negative_int("seed", seed)
     data = corpus.corpus_split("train") if train_data is None else train_data
-    model = build_lm(scheme, c, seed, rotary_dim=rotary_dim, xpos_scale_base=xpos_scale_base).to(
-        c.device
-    )
+    model = build_lm(
+        scheme, c, seed, rotary_dim=rotary_dim, xpos_scale_base=xpos_scale_base, base=base
+    ).to(c.device)
     g = torch.Generator().manual_seed(seed + 1000)
     losses = _train(model, data, c.steps, c.batch, c.train_len, lambda s: _lr_at(s, c), g, c.device)
     return model, _blocks(losses, c.log_every)
@@ -584,8 +582,8 @@ def _plan(c: LMStudyConfig) -> list[tuple[str, float]]:
         for seed in c.seeds
     ]
     jobs += [
-        (f"train rope r={r} seed {seed}", c.steps * c.batch * c.train_len + ev)
-        for r in c.rotary_dims
+        (f"train {label} seed {seed}", c.steps * c.batch * c.train_len + ev)
+        for *_, label in _variants(c)
         for seed in c.seeds
     ]
     jobs += [
@@ -599,6 +597,12 @@ def _plan(c: LMStudyConfig) -> list[tuple[str, float]]:
         jobs += [(f"fine-tune {m} seed {seed}", ft + ev * len(c.finetune_steps))
                  for m in c.finetune_methods for seed in c.seeds]  # fmt: skip
     return jobs
+
+
+def _variants(c: LMStudyConfig) -> list[tuple[str, Any, str, Any, str]]:
+    """RoPE variants trained for every seed: (results key, run, option, value, model name)."""
+    partial = [("partial", r, "rotary_dim", r, f"rope-r{r}") for r in c.rotary_dims]
+    return partial + [("bases", f"{b:g}", "base", b, f"rope-b{b:g}") for b in c.rope_bases]
 
 
 def _run(c, out, on_progress, train_data, eval_data) -> dict[str, Any]:
@@ -642,19 +646,15 @@ def _run(c, out, on_progress, train_data, eval_data) -> dict[str, Any]:
             }
             models[scheme, seed] = model
             finished()
-    partial = {}
-    for r in c.rotary_dims:
+    variants: dict[str, dict] = {"partial": {}, "bases": {}}
+    for group, name, option, value, label in _variants(c):
         for seed in c.seeds:
             t0 = time.perf_counter()
-            model, curve = train_lm("rope", c, seed, train_data=train, rotary_dim=r)
-            partial[_key(r, seed)] = {
-                "rotary_dim": r,
-                "seed": seed,
-                "curve": curve,
-                "loss": evaluate(model),
-                "seconds": time.perf_counter() - t0,
-            }
-            models[f"rope-r{r}", seed] = model
+            model, curve = train_lm("rope", c, seed, train_data=train, **{option: value})
+            variants[group][_key(name, seed)] = {option: value, "seed": seed, "curve": curve,
+                                                 "loss": evaluate(model),
+                                                 "seconds": time.perf_counter() - t0}  # fmt: skip
+            models[label, seed] = model
             finished()
     sweep = {}
     for b in c.sweep_bases:
@@ -699,7 +699,7 @@ def _run(c, out, on_progress, train_data, eval_data) -> dict[str, Any]:
         "seeds": list(c.seeds),
         "corpus": corpus.corpus_summary(),
         "runs": runs,
-        "partial": partial,
+        **variants,
         "xpos_sweep": sweep,
         "scaling": scaling,
         "finetune": finetune,
@@ -770,7 +770,7 @@ def save_checkpoint(model: ByteLM, path: str | pathlib.Path) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-_CURVES = ("runs", "partial", "xpos_sweep", "scaling", "finetune")
+_CURVES = ("runs", "partial", "bases", "xpos_sweep", "scaling", "finetune")
 
 
 def _save(results, models, c, out: pathlib.Path) -> dict[str, Any]:
@@ -781,11 +781,11 @@ def _save(results, models, c, out: pathlib.Path) -> dict[str, Any]:
             name = f"lm_{scheme.replace('-', '_')}_seed{seed}.safetensors"
             sha = save_checkpoint(models[scheme, seed], out.parent / name)
             checkpoints[_key(scheme, seed)] = {"file": name, "sha256": sha}
-    for r in c.rotary_dims:
+    for *_, label in _variants(c):
         for seed in c.seeds:
-            name = f"lm_rope_r{r}_seed{seed}.safetensors"
-            sha = save_checkpoint(models[f"rope-r{r}", seed], out.parent / name)
-            checkpoints[_key(f"rope-r{r}", seed)] = {"file": name, "sha256": sha}
+            name = f"lm_{label.replace('-', '_')}_seed{seed}.safetensors"
+            sha = save_checkpoint(models[label, seed], out.parent / name)
+            checkpoints[_key(label, seed)] = {"file": name, "sha256": sha}
     saved = {
         "code_hashes": code_hashes(),
         **{k: v for k, v in results.items() if k not in _CURVES},
@@ -822,6 +822,7 @@ def load_lm(
     seed: int = 0,
     *,
     rotary_dim: int | None = None,
+    base: float | None = None,
     results: str | pathlib.Path | Mapping[str, Any] | None = None,
 ) -> ByteLM:
     """A trained model of the study, for a chapter: SHA-256 checked before it is read.
@@ -831,6 +832,8 @@ def load_lm(
         seed: the run's seed.
         rotary_dim: a partial-rotary RoPE run (every seed has a checkpoint); None: the
             scheme's run.
+        base: a RoPE run at another base (``rope_bases``; every seed has a checkpoint); None:
+            the scheme's run.
         results: the results file (path or loaded dict); None: the committed one. Checkpoint
             files are looked up in the folder of that file (of the committed one for a dict).
 
@@ -844,15 +847,18 @@ def load_lm(
     """
     from safetensors.torch import load
 
-    path = RESULTS_FILE if results is None or isinstance(results, Mapping) else results
-    path = pathlib.Path(path)
+    path = pathlib.Path(RESULTS_FILE if not isinstance(results, (str, pathlib.Path)) else results)
     res = results if isinstance(results, Mapping) else load_results(path)
-    key = _key(scheme if rotary_dim is None else f"{scheme}-r{rotary_dim}", seed)
+    if rotary_dim is not None and base is not None:
+        raise ValueError(f"give rotary_dim or base, not both (got {rotary_dim!r} and {base!r})")
+    variant = "" if rotary_dim is None else f"-r{rotary_dim}"
+    variant = variant if base is None else f"-b{check.base_value('base', base):g}"
+    key = _key(scheme + variant, seed)
     if key not in res.get("checkpoints", {}):
         raise KeyError(
-            f"no checkpoint for scheme={scheme!r}, seed={seed!r}, rotary_dim={rotary_dim!r} "
-            "(keys scheme/seed, scheme-r<rotary_dim>/seed); there are: "
-            f"{', '.join(sorted(res.get('checkpoints', {}))) or 'none'}"
+            f"no checkpoint for scheme={scheme!r}, seed={seed!r}, rotary_dim={rotary_dim!r}, "
+            f"base={base!r} (keys scheme/seed, scheme-r<rotary_dim>/seed, scheme-b<base>/seed); "
+            f"there are: {', '.join(sorted(res.get('checkpoints', {}))) or 'none'}"
         )
     entry = res["checkpoints"][key]
     file = path.parent / entry["file"]
@@ -864,7 +870,7 @@ def load_lm(
             f"{entry['sha256']}; the checkpoint was changed or belongs to another run"
         )
     c = LMStudyConfig.from_dict(res["config"])
-    model = build_lm(scheme, c, 0, rotary_dim=rotary_dim)
+    model = build_lm(scheme, c, 0, rotary_dim=rotary_dim, base=base)
     model.load_state_dict(load(data))
     return model.eval()
 

@@ -137,3 +137,78 @@ def test_xpos_sweep_order_and_far_attention_as_chapter_9_says():
     assert glued("09_beyond_one_axis", "ch9-att-far-rope") == pytest.approx(rope, rel=1e-9)
     assert glued("09_beyond_one_axis", "ch9-att-far-xpos-32") == pytest.approx(xpos, rel=1e-9)
     assert rope > 0.75 and xpos < 0.3
+
+
+def _bugs() -> dict:
+    return json.loads((DATA / "evaluations.json").read_text(encoding="utf-8"))["bugs"]
+
+
+def _band(rows, lo, hi=None) -> list[float]:
+    """Per seed, the mean of a stored curve over positions [lo, hi)."""
+    return [_mean(r[lo:hi]) for r in rows]
+
+
+STEM_8B = "08b_caches_and_windows"
+
+
+def test_windows_and_sinks_as_chapter_8b_says():
+    """Chapter 8b: a cache of L keys beats full attention on [4L, 8L); sinks at text positions
+    and keys never re-rotated cost more than the cache rule beyond L on every seed; losing the
+    first tokens costs this model almost nothing (read straight from evaluations.json)."""
+    bugs, L = _bugs(), 64
+    full = _band(bugs["theta-converse"]["correct"], 4 * L)
+    window = _band(bugs["window-no-sinks"]["correct"], 4 * L)
+    assert _mean(window) < _mean(full)
+    assert glued(STEM_8B, "ch8b-window-far") == pytest.approx(_mean(window), abs=1e-9)
+    ok = _band(bugs["sinks-text-positions"]["correct"], L)
+    for key in ("sinks-text-positions", "sinks-not-rerotated"):
+        bad = _band(bugs[key]["broken"], L)
+        assert all(b > o + 0.05 for b, o in zip(bad, ok)), key
+    gap = [abs(b - o) for b, o in zip(_band(bugs["window-no-sinks"]["broken"], L), ok)]
+    assert max(gap) < 0.01
+    assert glued(STEM_8B, "ch8b-nosink-diff") == pytest.approx(max(gap), abs=1e-9)
+    assert glued(STEM_8B, "ch8b-first-attn") < 2 * glued(STEM_8B, "ch8b-uniform-first")
+
+
+def test_longrope_switch_costs_as_chapter_8b_says():
+    """Chapter 8b: keeping the cache costs most just after the switch, on every seed, and
+    choosing the long factors once costs inside L0 on every seed."""
+    bugs, L = _bugs(), 64
+    stale, long = bugs["longrope-stale-cache"], bugs["longrope-long-always"]
+    after = [b - o for b, o in zip(_band(stale["broken"], L, L + 16),
+                                   _band(stale["correct"], L, L + 16))]  # fmt: skip
+    assert min(after) > 0.1
+    assert glued(STEM_8B, "ch8b-stale-after") == pytest.approx(
+        _mean(_band(stale["broken"], L, L + 16)), abs=1e-9
+    )
+    late = [b - o for b, o in zip(_band(stale["broken"], 2 * L), _band(stale["correct"], 2 * L))]
+    assert max(late) < min(after) / 2  # the cost fades
+    short = [b - o for b, o in zip(_band(long["broken"], 0, L), _band(long["correct"], 0, L))]
+    assert min(short) > 0.05
+
+
+def test_lost_bases_and_serving_offsets_as_chapter_8b_says():
+    """Chapter 8b: both wrong bases cost inside L and the converse helps on [4L, 8L); chunks
+    from 0, kept drafts and the lagging counter cost inside L on every seed."""
+    bugs, L = _bugs(), 64
+    for key in ("theta-default", "theta-converse", "chunk-restart", "drafts-kept",
+                "draft-position-lag"):  # fmt: skip
+        bad, ok = _band(bugs[key]["broken"], L // 2, L), _band(bugs[key]["correct"], L // 2, L)
+        assert all(b > o + 0.1 for b, o in zip(bad, ok)), key
+    conv = bugs["theta-converse"]
+    assert _mean(_band(conv["broken"], 4 * L)) < _mean(_band(conv["correct"], 4 * L)) - 0.5
+    assert glued(STEM_8B, "ch8b-probe-500k-10k") > glued(STEM_8B, "ch8b-probe-500k-500k") + 0.1
+    assert glued(STEM_8B, "ch8b-probe-10k-500k") > glued(STEM_8B, "ch8b-probe-10k-10k") + 0.1
+
+
+def test_hugging_face_checks_of_chapter_8b():
+    """Chapter 8b: Phi-3's forward keeps stale keys past L0 and generate does not; Qwen2-VL's
+    decoding is exact with the deltas and off without them, and the text model's default is the
+    dropped delta."""
+    g = lambda name: glued(STEM_8B, name)  # noqa: E731
+    assert g("ch8b-phi3-before") < 1e-5 < 1e-4 < g("ch8b-phi3-after")
+    assert g("ch8b-phi3-same") == 1
+    assert g("ch8b-mrope-right") < 1e-5
+    assert min(g("ch8b-mrope-dropped-min"), g("ch8b-mrope-stale-min")) > 100 * 1e-5
+    assert g("ch8b-mrope-default-min") == g("ch8b-mrope-dropped-min")
+    assert g("ch8b-mrope-delta") == -18 and g("ch8b-mrope-n") == 34

@@ -578,8 +578,8 @@ def _sticky(after: int) -> Run:
 
 
 WINDOW = 64
-"""Keys a sliding-window or sink cache holds per layer in chapter 8b (L: every offset the window
-keeps was trained)."""
+"""Keys a sliding-window or sink cache holds per layer in chapter 8b (L, so every offset the
+window keeps was trained)."""
 
 SINKS = 4
 """The first tokens a sink cache never evicts (StreamingLLM keeps 4)."""
@@ -591,15 +591,15 @@ LONGROPE = {
     "original_max_position_embeddings": 64,
     "attention_factor": 1.0,
 }
-"""The LongRoPE scaling of chapter 8b's switch: short factors 1 (the trained model itself inside
-L0 = L), long factors rising from 1 for the fastest pair to 4 for the slowest (a 4L target), and
-attention factor 1 so that only the switch of frequencies differs between the runs."""
+"""The LongRoPE scaling of chapter 8b's switch, with short factors 1 (the trained model itself
+inside L0 = L), long factors rising from 1 for the fastest pair to 4 for the slowest (a 4L
+target), and attention factor 1 so that only the switch of frequencies differs between runs."""
 
 CHUNK = 32
 """Tokens per prefill chunk (L/2) in the chunked-prefill bug."""
 
 DRAFTS = (4, 2)
-"""Speculative decoding in chapter 8b: per round, tokens accepted and drafts rejected."""
+"""Per round of chapter 8b's speculative decoding, the tokens accepted and the drafts rejected."""
 
 
 def _window(sinks: int, rule: str) -> Run:
@@ -795,8 +795,8 @@ BUGS: dict[str, Bug] = _bugs()
 PARTS: dict[str, int] = {
     k: 1 + (i >= list(BUGS).index("window-no-sinks")) for i, k in enumerate(BUGS)
 }
-"""Which page reports each bug: 1, chapter 8; 2, chapter 8b (caches, windows, prefill chunks,
-drafts, LongRoPE's switch, the base)."""
+"""Which page reports each bug, 1 for chapter 8 and 2 for chapter 8b (caches, windows, prefill
+chunks, drafts, LongRoPE's switch, the base)."""
 
 
 def bug_curves(

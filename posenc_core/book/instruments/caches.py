@@ -50,9 +50,9 @@ __all__ = [
 ]
 
 RULES = ("text", "cache", "inserted")
-"""How a cache that evicts positions its keys: ``"text"`` (positions in the text), ``"cache"``
-(positions within the cache, StreamingLLM's rule) and ``"inserted"`` (the slot each key was
-written to, never re-rotated: the bug)."""
+"""How a cache that evicts positions its keys, ``"text"`` (positions in the text), ``"cache"``
+(positions within the cache, StreamingLLM's rule) or ``"inserted"`` (the slot each key was
+written to, never re-rotated, the bug)."""
 
 
 def _check(model: object, tokens: object, size: object, sinks: object, rule: object):

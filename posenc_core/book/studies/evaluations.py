@@ -97,8 +97,8 @@ the fastest)."""
 PROBE_BASES: tuple[float, ...] = tuple(
     sorted({round(10 ** (e / 4), 6) for e in range(8, 29)} | {500000.0})
 )
-"""The values of rope_theta the base probe reads each model with: 10**2 to 10**7 in quarter
-decades, and 500000."""
+"""The values of rope_theta the base probe reads each model with, 10**2 to 10**7 in quarter
+decades and 500000."""
 
 _DIGITS = 6  # losses (nats, about 1 to 6) are stored to 1e-6, far below the 3 decimals shown
 

@@ -49,7 +49,7 @@ def test_every_bug_and_ablation_is_there_with_its_shape(committed):
 
 
 @pytest.mark.parametrize(
-    "key", ["layout", "partial-slice", "learned-off-by-one", "sinks-not-rerotated", "theta-default"]
+    "key", ["layout", "partial-slice", "learned-off-by-one", "chunk-restart", "theta-default"]
 )
 def test_a_sample_of_bugs_recomputes_to_the_committed_curves(committed, models, key):
     """One bug per kind of model, measured again now, equals the committed curves."""

@@ -40,20 +40,18 @@ $(VENV)/.test-ok: $(VENV)/.build-ok requirements-test.txt
 	$(PIP) install -q $(LOCK) -r requirements-test.txt
 	@touch $@
 
-# Pinned browser files (require.js, ipywidgets html-manager, MathJax) served from _build/html/_vendor/
+# Pinned browser files (require.js, ipywidgets html-manager, anywidget, MathJax) served from _build/html/_vendor/
 # so the book works offline; downloads only what _vendor/cache/ lacks (see _vendor/vendor.lock.json).
 vendor:
 	$(PYTHON) _vendor/fetch.py
 
-# POSENC_STATIC_WIDGETS=1: the chapters' explorers prerender their figures so that the
-# controls work in the static pages without a kernel (see posenc_core/book/widgets/).
 # POSENC_BOOK_BUILD=1: a chapter whose cross-check lacks its reference library fails the
 # build instead of publishing "skipped" (posenc_core.book.notebook.optional_reference).
 # tools/build_book.py runs `jupyter-book build -W -n --keep-going .` so that a failed build is
 # never published: its pages move to _build/html.failed, and the next build reads every page
 # again (a failed chapter executes again and fails again until it is fixed).
 book: $(VENV)/.build-ok vendor
-	POSENC_STATIC_WIDGETS=1 POSENC_BOOK_BUILD=1 $(PY) tools/build_book.py
+	POSENC_BOOK_BUILD=1 $(PY) tools/build_book.py
 
 # The browser tests drive Debian's chromium; install it where missing (needs root, as in CI).
 chromium:

@@ -1,7 +1,7 @@
 """How long each chapter and its slowest cells take to execute, as the build executes them.
 
-Every chapter runs top to bottom in a fresh kernel (nbclient, with the build's switches
-``POSENC_STATIC_WIDGETS=1`` and ``POSENC_BOOK_BUILD=1``); the script prints the chapter's time
+Every chapter runs top to bottom in a fresh kernel (nbclient, with the build's switch
+``POSENC_BOOK_BUILD=1``); the script prints the chapter's time
 and its slowest cells, from the timestamps nbclient records per cell. The book's rule: no cell
 above about 10 s on a 2-core machine, so the 120 s per-cell timeout of ``_config.yml`` leaves a
 margin of ten or more on a busy machine; heavy measurements belong in ``make study``.
@@ -42,7 +42,6 @@ def cell_seconds(nb) -> list[tuple[float, int, str]]:
 
 
 def main(argv: list[str]) -> int:
-    os.environ.setdefault("POSENC_STATIC_WIDGETS", "1")
     os.environ.setdefault("POSENC_BOOK_BUILD", "1")
     paths = [pathlib.Path(a) for a in argv[1:]] or sorted((ROOT / "chapters").glob("*.ipynb"))
     slow = 0

@@ -60,6 +60,8 @@ def test_first_cell_installs_from_the_configured_repository(path):
     assert (repos, installs) == ([repo], [branch]), (
         f"{path.name} installs from {repos}@{installs}, _config.yml says {repo}@{branch}"
     )
+    # with the book layer's extras: the explorers are anywidgets, which Colab does not ship
+    assert '"posenc_core[book] @ git+{REPO}' in first, f"{path.name}: install posenc_core[book]"
     # The page is read where posenc_core is already installed: the cell stays in the notebook
     # (Colab and Jupyter run it first) and is removed from the HTML, where it was a collapsed
     # "Show code cell content" bar above the chapter's title.

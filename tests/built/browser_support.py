@@ -64,3 +64,13 @@ def block_external(context, server: str) -> list[str]:
 
     context.route("**/*", route)
     return external
+
+
+def wait_for_explorers(page, html_file: pathlib.Path) -> None:
+    """Wait until every explorer of the page (``html_file``, as built) has drawn its canvas:
+    they are drawn once anywidget has loaded their ES module, after the page's own load."""
+    n = html_file.read_text(encoding="utf-8").count('"_view_module": "anywidget"')
+    if n:
+        page.wait_for_function(
+            f"document.querySelectorAll('.posenc-explorer canvas').length >= {n}", timeout=30000
+        )

@@ -202,7 +202,10 @@ class CJKVisit:
         if page.evaluate("() => !!(window.MathJax && MathJax.startup && MathJax.startup.promise)"):
             page.evaluate("() => MathJax.startup.promise")
         if page.locator('script[type="application/vnd.jupyter.widget-state+json"]').count():
-            page.wait_for_selector(".jupyter-widgets:not(script)", state="attached", timeout=30000)
+            # the explorers are drawn once their module has loaded
+            page.wait_for_selector(
+                ".posenc-explorer, .jupyter-widgets:not(script)", state="attached", timeout=30000
+            )
             page.wait_for_load_state("networkidle")
             page.evaluate(
                 "() => window.MathJax && MathJax.startup ? MathJax.startup.promise : null"

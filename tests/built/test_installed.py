@@ -42,9 +42,19 @@ HOSTED = {
     "notebook": "7.6.5",
 }
 # What such an environment holds besides the widgets: the libraries the chapters import, the
-# kernel, nbclient to drive it, and transformers (Colab ships it; chapters 6, 8 and 9 check
-# against it).
-PACKAGES = ("torch", "numpy", "matplotlib", "safetensors", "transformers", "ipykernel", "nbclient")
+# kernel, nbclient to drive it, transformers (Colab ships it; chapters 6, 8 and 9 check
+# against it) and anywidget (the chapters' install cell asks for posenc_core[book], whose
+# anywidget>=0.11 is satisfied with ipywidgets 7 as well).
+PACKAGES = (
+    "torch",
+    "numpy",
+    "matplotlib",
+    "safetensors",
+    "transformers",
+    "ipykernel",
+    "nbclient",
+    "anywidget",
+)
 
 if not (HTML / "index.html").exists():
     if os.environ.get("BOOK_BUILT"):

@@ -22,7 +22,12 @@ import os
 import pathlib
 
 import pytest
-from browser_support import MATHJAX_DONE, block_external, require_book_and_chromium
+from browser_support import (
+    MATHJAX_DONE,
+    block_external,
+    require_book_and_chromium,
+    wait_for_explorers,
+)
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -82,6 +87,7 @@ def measure(chromium, base_url: str, path: str, width: int) -> dict:
         if page.locator(".math").count():
             page.wait_for_selector("mjx-container", state="attached", timeout=30000)
         page.evaluate(MATHJAX_DONE)
+        wait_for_explorers(page, HTML / path)
         page.evaluate(EXPAND_ALL)
         found = page.evaluate(MEASURE)
         found["external"] = external

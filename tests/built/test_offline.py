@@ -57,11 +57,14 @@ LOADING_RELS = {
     "dns-prefetch",
     "prerender",
 }
-# Widget modules html-manager's embed-amd.js bundles; any other module it fetches from a CDN.
+# Widget modules html-manager's embed-amd.js bundles, and anywidget, which the book serves
+# itself (_vendor/anywidget, the `anywidget` require.js path of _config.yml); any other module
+# the html-manager would fetch from a CDN.
 BUNDLED_WIDGET_MODULES = {
     "@jupyter-widgets/base",
     "@jupyter-widgets/controls",
     "@jupyter-widgets/output",
+    "anywidget",
 }
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 CJK_DIR = HTML / "_vendor" / "cjk"
@@ -266,6 +269,7 @@ def test_lock_pins_exact_versions_with_sha512_integrity():
     assert [p["package"] for p in PACKAGES] == [
         "requirejs",
         "@jupyter-widgets/html-manager",
+        "anywidget",
         "mathjax",
         "@fontsource/noto-sans-sc",
     ]
@@ -400,6 +404,19 @@ def test_widget_bundle_finds_its_icon_fonts():
     assert len(fonts) >= 6
     assert not [f for f in fonts if not (dist / f).is_file()]
     assert "__jupyter_widgets_assets_path__" in source  # the hook _config.yml sets
+
+
+def test_anywidget_front_end_is_served_and_matches_the_python_package():
+    """The html-manager loads anywidget's AMD module from the book (the lock's copy) and the
+    explorers' ES modules come from the widget state; the Python package and the served front
+    end must be the same release, or the saved model version would not match."""
+    import anywidget
+
+    (pkg,) = [p for p in PACKAGES if p["package"] == "anywidget"]
+    assert pkg["version"] == anywidget.__version__
+    served = (HTML / pkg["dest"] / "dist" / "index.js").read_text(encoding="utf-8")
+    assert 'define(["@jupyter-widgets/base"]' in served  # AMD: require.js can load it
+    assert "'anywidget': aw" in json.dumps(SPHINX["nb_ipywidgets_js"])
 
 
 def test_widget_pages_use_only_bundled_widgets_and_local_loaders(parsed_pages):

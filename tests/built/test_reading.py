@@ -30,7 +30,12 @@ import zlib
 from urllib.parse import unquote, urljoin, urlparse
 
 import pytest
-from browser_support import MATHJAX_DONE, block_external, require_book_and_chromium
+from browser_support import (
+    MATHJAX_DONE,
+    block_external,
+    require_book_and_chromium,
+    wait_for_explorers,
+)
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 HTML = pathlib.Path(os.environ.get("POSENC_BOOK_HTML", ROOT / "_build" / "html")).resolve()
@@ -55,6 +60,7 @@ def open_page(browser, server):
         page = context.new_page()
         page.goto(f"{server}/{path}", wait_until="networkidle")
         page.evaluate(MATHJAX_DONE)
+        wait_for_explorers(page, HTML / path.split("?")[0].split("#")[0])
         page.external = external
         return page
 
@@ -63,10 +69,11 @@ def open_page(browser, server):
         context.close()
 
 
-EXPLORER_IMAGES = """() => [...document.querySelectorAll('.jupyter-widgets img')]
-    .filter(i => i.getClientRects().length && i.naturalWidth)
-    .filter(i => Math.abs(i.clientWidth - i.naturalWidth) > 1)
-    .map(i => [i.naturalWidth, i.clientWidth])"""
+# Each explorer's canvas: backing-store width, shown width and height, the article's width,
+# and the device pixel ratio (explorer.js draws at the screen's density, as wide as the column).
+EXPLORER_CANVASES = """() => [...document.querySelectorAll('.posenc-explorer canvas')].map(c => [
+    c.width, c.clientWidth, c.clientHeight, c.closest('article').clientWidth,
+    window.devicePixelRatio])"""
 
 
 @pytest.fixture(scope="module")
@@ -81,12 +88,13 @@ def desktop(browser, server):
             page = context.new_page()
             page.goto(f"{server}/{path}", wait_until="networkidle")
             page.evaluate(MATHJAX_DONE)
+            wait_for_explorers(page, HTML / path)
             cache[path] = {
                 "url": page.url,
                 "figures": page.evaluate(FIGURES),
                 "tables": page.evaluate(TABLES),
                 "visuals": page.evaluate(VISUALS),
-                "scaled_explorer_images": page.evaluate(EXPLORER_IMAGES),
+                "explorer_canvases": page.evaluate(EXPLORER_CANVASES),
                 "external": list(external),
             }
             page.close()
@@ -390,42 +398,15 @@ def test_search_snippets_are_prose(open_page):
 # --- Explorers ------------------------------------------------------------------------------
 
 
-def explorer_frames(html: str) -> list[bytes]:
-    """The PNG frames stored in a page's widget state (ipywidgets Image models)."""
-    import base64
-    import json
-    import re
-
-    frames = []
-    for block in re.findall(
-        r'<script type="application/vnd\.jupyter\.widget-state\+json">(.*?)</script>', html, re.S
-    ):
-        state = json.loads(block)["state"]
-        for model in state.values():
-            if model.get("model_name") != "ImageModel":
-                continue
-            for buf in model.get("buffers", []):
-                if buf.get("path") == ["value"]:
-                    frames.append(base64.b64decode(buf["data"]))
-    return frames
-
-
 @pytest.mark.parametrize("chapter", CHAPTERS)
-def test_explorer_frames_are_shown_at_their_drawn_size_with_readable_text(desktop, chapter):
-    """Frames are drawn at 72 px per inch and shown unscaled: one CSS px per point."""
-    from posenc_core.book.figures import TEXT_SIZE_KEY
-
+def test_explorers_are_sharp_fit_the_column_and_keep_their_size(desktop, chapter):
+    """A canvas drawn at the screen's density (no blur), at most 672 px and within the
+    article, whose size does not change when a control changes what the label says."""
     html = (HTML / "chapters" / f"{chapter}.html").read_text(encoding="utf-8")
-    frames = explorer_frames(html)
-    if not frames:
+    if '"anywidget"' not in html:
         pytest.skip(f"{chapter} has no explorer")
-    small = []
-    for png in frames:
-        facts = png_facts(png)
-        pt = float(facts["text"].get(TEXT_SIZE_KEY, "nan"))
-        if not pt >= MIN_TEXT_PX:  # nan (no record) fails too
-            small.append(pt)
-    scaled = desktop(f"chapters/{chapter}.html")["scaled_explorer_images"]
-    print(f"\n{chapter}: {len(frames)} explorer frames, {len(small)} with text under 9 pt")
-    assert small == [], f"{len(small)} of {len(frames)} frames have text under 9 pt: {small[:5]}"
-    assert scaled == [], f"explorer images shown scaled (natural, shown): {scaled[:5]}"
+    canvases = desktop(f"chapters/{chapter}.html")["explorer_canvases"]
+    assert canvases, f"{chapter}: no explorer was drawn"
+    for width, shown, height, article, dpr in canvases:
+        assert width == round(shown * dpr), (width, shown, dpr)  # one pixel per device pixel
+        assert 320 <= shown <= min(672, article) and height > 100, (shown, article, height)

@@ -1,5 +1,11 @@
-"""The explorers of closed-form quantities: a table of sines, a rotation, the base bound, RoPE's
-decay, a scaled frequency spectrum and a 2-D score grid, each computed with posenc_core.
+"""The explorers of closed-form quantities: a table of sines, a rotation, the base, RoPE's
+decay, a scaled frequency spectrum and a 2-D score grid.
+
+Each is computed twice from one definition: in the browser by ``explorer.js`` (the formula
+named after the core function it mirrors, in float64, on every input event) and here with
+posenc_core (:meth:`Explorer.compute <posenc_core.book.widgets.explorer.Explorer.compute>`),
+which the browser tests compare with. Every number control takes any value of its range,
+by slider or typed.
 """
 
 from __future__ import annotations
@@ -25,7 +31,6 @@ from posenc_core.sinusoidal import (
 )
 
 __all__ = [
-    "BASE_GRID",
     "SCALING_METHODS",
     "base_explorer",
     "patch_score_explorer",
@@ -36,21 +41,15 @@ __all__ = [
     "unit_circle_explorer",
 ]
 
-# --------------------------------------------------------------------------- explorers
 
-
-def sinusoidal_explorer(
-    *, n_positions: int = 100, base: float = 10000.0, mode: str = "auto"
-) -> Explorer:
+def sinusoidal_explorer(*, n_positions: int = 100, base: float = 10000.0) -> Explorer:
     """The sinusoidal table as a heatmap, with one position's row (its fingerprint) outlined
     and plotted underneath.
 
     Controls:
-        ``d_model``: the width. Static grid 32, 64, 128, 256; live 16, 32, 64, 128, 256, 512.
-        ``position``: the highlighted row. Static grid 0, 5, 10, ..., 95 (every 5th row of
-        ``n_positions`` = 100; in general ``range(0, n_positions, max(1, n_positions // 20))``);
-        live every row 0 .. n_positions - 1.
-        Defaults: d_model = 128, position = 40 (the last grid row at or below 40).
+        ``d_model``: the width, every even integer from 2 to 512. Default 128.
+        ``position``: the highlighted row, every integer from 0 to n_positions - 1.
+        Default 40 (or the last row, if fewer).
 
     Data: ``table`` (n_positions, d_model), ``fingerprint`` (d_model,) = ``table[position]``,
     from :func:`~posenc_core.sinusoidal.sinusoidal_table` in float64.
@@ -58,33 +57,24 @@ def sinusoidal_explorer(
     Args:
         n_positions: rows of the table, an integer >= 2.
         base: frequency base, finite and > 1.
-        mode: ``"auto"``, ``"live"`` or ``"static"`` (see
-            :func:`~posenc_core.book.widgets.explorer.resolve_mode`).
 
     Returns:
         an :class:`~posenc_core.book.widgets.explorer.Explorer` named ``"sinusoidal"``.
     """
     n = check.int_in_range("n_positions", n_positions, 2)
     base = check.base_value("base", base)
-    step = max(1, n // 20)
-    grid = tuple(range(0, n, step))
-    default = max(p for p in grid if p <= min(40, n - 1))
     params = [
-        Param(
-            "d_model", "d_model", (32, 64, 128, 256), 128, ("select", (16, 32, 64, 128, 256, 512))
-        ),
-        Param("position", "position", grid, default, ("int", 0, n - 1)),
+        Param("d_model", "d_model", "int", 128, 2, 512, step=2),
+        Param("position", "position", "int", min(40, n - 1), 0, n - 1),
     ]
 
     def compute(v: dict) -> Data:
         table = sinusoidal_table(n, v["d_model"], base=base, dtype=torch.float64).numpy()
         return {"table": table, "fingerprint": table[v["position"]].copy()}
 
-    def draw(data: Data, v: dict, fig: Any) -> Any:
+    def figure(data: Data, v: dict) -> Any:
         title = f"Sinusoidal encoding: {n} positions × {v['d_model']} dimensions, base {base:g}"
-        return explorer_frames.fingerprint_figure(
-            data["table"], v["position"], title=title, fig=fig
-        )
+        return explorer_frames.fingerprint_figure(data["table"], v["position"], title=title)
 
     def alt(v: dict, data: Data) -> str:
         return (
@@ -94,22 +84,21 @@ def sinusoidal_explorer(
             "line"
         )
 
-    return Explorer("sinusoidal", params, compute, draw, alt, mode=mode)
-
-
-BASE_GRID = (10, 30, 100, 300, 1000, 3000, 10000, 30000, 100000, 500000, 1000000, 10000000)
+    title = "The sinusoidal table and one position's fingerprint"
+    consts = {"n_positions": n, "base": base}
+    consts["args"] = dict(consts)  # the factory's arguments, for the browser tests
+    return Explorer("sinusoidal", "sinusoidal", title, params, consts, compute, figure, alt)
 
 
 def base_explorer(
-    *, d_model: int = 128, n_positions: int = 100, max_offset: int = 1000, mode: str = "auto"
+    *, d_model: int = 128, n_positions: int = 100, max_offset: int = 1000
 ) -> Explorer:
     """Three views of the base b of the sinusoidal encoding: the table (heatmap), the
     wavelength 2*pi/omega_i of every pair (log scale), and the similarity s(k) of two
     encodings k positions apart, each compared with base 10000 (dashed grey).
 
     Controls:
-        ``base`` (log scale). Static grid 10, 30, 100, 300, 1000, 3000, 10000, 30000, 100000,
-        500000, 1000000, 10000000; live 10**1 .. 10**7 in steps of 10**0.05. Default 10000.
+        ``base``: any real number from 10 to 10**7 (log-scale slider, or typed). Default 10000.
 
     Data: ``table`` (n_positions, d_model), ``wavelength`` (d_model/2,), ``offsets``
     (0..max_offset), ``similarity`` (max_offset + 1,), and the same two curves for base 10000
@@ -122,8 +111,6 @@ def base_explorer(
         d_model: width, a positive even integer.
         n_positions: rows of the heatmap, an integer >= 2.
         max_offset: largest offset k of the similarity curve, an integer >= 1.
-        mode: ``"auto"``, ``"live"`` or ``"static"`` (see
-            :func:`~posenc_core.book.widgets.explorer.resolve_mode`).
 
     Returns:
         an :class:`~posenc_core.book.widgets.explorer.Explorer` named ``"base"``.
@@ -136,7 +123,7 @@ def base_explorer(
         "wavelength": sinusoidal_wavelengths(d, base=10000.0).numpy(),
         "similarity": sinusoidal_similarity(torch.arange(kmax + 1), d, base=10000.0).numpy(),
     }
-    params = [Param("base", "base", BASE_GRID, 10000, ("log", 10, 1, 7, 0.05))]
+    params = [Param("base", "base", "real", 10000.0, 10.0, 1e7, log=True)]
 
     def compute(v: dict) -> Data:
         b = float(v["base"])
@@ -149,7 +136,7 @@ def base_explorer(
             "similarity_reference": reference["similarity"],
         }
 
-    def draw(data: Data, v: dict, fig: Any) -> Any:
+    def figure(data: Data, v: dict) -> Any:
         longest = data["wavelength"][-1]
         title = f"base {v['base']:.0f}, d_model = {d}: longest wavelength {longest:,.0f} positions"
         return explorer_frames.base_figure(
@@ -160,7 +147,6 @@ def base_explorer(
             reference=reference,
             reference_label="base 10000",
             title=title,
-            fig=fig,
         )
 
     def alt(v: dict, data: Data) -> str:
@@ -171,38 +157,34 @@ def base_explorer(
             "offset, each next to base 10000 in dashed grey"
         )
 
-    return Explorer("base", params, compute, draw, alt, mode=mode)
+    title = "The base of the sinusoidal encoding: table, wavelengths and similarity"
+    consts = {"d_model": d, "n_positions": n, "max_offset": kmax}
+    consts["args"] = dict(consts)
+    return Explorer("base", "base", title, params, consts, compute, figure, alt)
 
 
 def unit_circle_explorer(
-    *,
-    d_model: int = 16,
-    base: float = 10000.0,
-    starts: Sequence[int] = (0, 10, 25),
-    mode: str = "auto",
+    *, d_model: int = 16, base: float = 10000.0, starts: Sequence[int] = (0, 10, 25)
 ) -> Explorer:
     """One (sin, cos) pair of the sinusoidal encoding on the unit circle: positions p and
     p + k for a few starts p, the turn omega_i * k between them (the same for every p), and
     the 2x2 block of the shift matrix M_k with PE(p + k) = M_k PE(p).
 
     Controls:
-        ``pair`` (description "pair i"): the pair index i. Static grid and live range
-        0 .. d_model/2 - 1 (0..7 for d_model = 16). Default 0.
-        ``offset`` (description "offset k"): the shift k. Static grid 1, 2, 3, 5, 10, 20, 50,
-        100; live 0..100. Default 3.
+        ``pair`` (label "pair i"): the pair index i, every integer from 0 to d_model/2 - 1.
+        Default 0.
+        ``offset`` (label "offset k"): the shift k, every integer from 0 to 100. Default 3.
 
     Data: ``omega`` (omega_i, from :func:`~posenc_core.sinusoidal.sinusoidal_frequencies`),
-    ``angle`` (omega_i * k), ``starts`` (S,), ``start_points`` and ``end_points`` (S, 2): the pair's
-    (sin, cos) entries, dims (2i, 2i+1) of :func:`~posenc_core.sinusoidal.sinusoidal_encoding`
-    at p and p + k, and ``matrix`` (2, 2): that pair's block of
-    :func:`~posenc_core.rotation.shift_matrix` (k, d_model), all float64.
+    ``angle`` (omega_i * k), ``starts`` (S,), ``start_points`` and ``end_points`` (S, 2): the
+    pair's (sin, cos) entries, dims (2i, 2i+1) of
+    :func:`~posenc_core.sinusoidal.sinusoidal_encoding` at p and p + k, and ``matrix`` (2, 2):
+    that pair's block of :func:`~posenc_core.rotation.shift_matrix` (k, d_model), all float64.
 
     Args:
         d_model: width, a positive even integer (16 gives 8 pairs).
         base: frequency base, finite and > 1.
-        starts: 1 to 4 non-negative start positions p.
-        mode: ``"auto"``, ``"live"`` or ``"static"`` (see
-            :func:`~posenc_core.book.widgets.explorer.resolve_mode`).
+        starts: 1 to 4 start positions p, integers from 0 to 10**6.
 
     Returns:
         an :class:`~posenc_core.book.widgets.explorer.Explorer` named ``"unit-circle"``.
@@ -217,11 +199,10 @@ def unit_circle_explorer(
         raise ValueError(
             f"starts must be a sequence of 1 to 4 non-negative integers, got {starts!r}"
         )
-    starts = tuple(check.int_in_range(f"starts[{i}]", p, 0, 10**9) for i, p in enumerate(starts))
-    pairs = tuple(range(d // 2))
+    starts = tuple(check.int_in_range(f"starts[{i}]", p, 0, 10**6) for i, p in enumerate(starts))
     params = [
-        Param("pair", "pair i", pairs, 0, ("int", 0, d // 2 - 1)),
-        Param("offset", "offset k", (1, 2, 3, 5, 10, 20, 50, 100), 3, ("int", 0, 100)),
+        Param("pair", "pair i", "int", 0, 0, d // 2 - 1),
+        Param("offset", "offset k", "int", 3, 0, 100),
     ]
     omegas = sinusoidal_frequencies(d, base=base)
 
@@ -243,7 +224,7 @@ def unit_circle_explorer(
             ].numpy(),
         }
 
-    def draw(data: Data, v: dict, fig: Any) -> Any:
+    def figure(data: Data, v: dict) -> Any:
         return explorer_frames.circle_shift_figure(
             data["start_points"],
             data["end_points"],
@@ -252,7 +233,6 @@ def unit_circle_explorer(
             starts=starts,
             matrix=data["matrix"],
             pair=v["pair"],
-            fig=fig,
         )
 
     def alt(v: dict, data: Data) -> str:
@@ -263,22 +243,24 @@ def unit_circle_explorer(
             "2 by 2 rotation block printed beside it"
         )
 
-    return Explorer("unit-circle", params, compute, draw, alt, mode=mode)
+    title = f"One pair of a {d}-dimensional sinusoidal encoding on the unit circle"
+    consts = {"d_model": d, "base": base, "starts": list(starts)}
+    consts["args"] = dict(consts)
+    return Explorer("unit-circle", "unit-circle", title, params, consts, compute, figure, alt)
 
 
 def rope_decay_explorer(
-    *, head_dim: int = 128, max_distance: int = 100_000, n_points: int = 600, mode: str = "auto"
+    *, head_dim: int = 128, max_distance: int = 100_000, n_points: int = 600
 ) -> Explorer:
     """The RoPE score against relative distance for q = k = all ones (the case of
     RoFormer's decay argument), with one distance marked and RoFormer's bound for comparison.
 
     Controls:
-        ``base`` (rope_theta, log scale). Static grid 100, 1000, 10000, 100000, 500000,
-        1000000, 10000000; live 10**2 .. 10**7 in steps of 10**0.05. Default 10000.
-        ``distance``: the marked relative distance. Static grid 1, 3, 10, 30, 100, 300, 1000,
-        3000, 10000, 30000, 100000 (those <= max_distance); live 1 .. max_distance on a log
-        slider, rounded to an integer. Default 1000.
-        The frame label also gives the score at the marked distance.
+        ``base`` (rope_theta): any real number from 100 to 10**7 (log-scale slider, or typed).
+        Default 10000.
+        ``distance``: the marked relative distance, every integer from 1 to max_distance
+        (log-scale slider, or typed). Default 1000 (or max_distance, if smaller).
+        The label also gives the score at the marked distance.
 
     Data: ``distances`` (about n_points integers spaced evenly on a log scale from 1 to
     max_distance), ``score`` = :func:`~posenc_core.analysis.rope_score_vs_distance` there,
@@ -289,8 +271,6 @@ def rope_decay_explorer(
         head_dim: per-head width, a positive even integer.
         max_distance: largest distance plotted, an integer >= 10.
         n_points: number of log-spaced sample points (before removing repeats), >= 10.
-        mode: ``"auto"``, ``"live"`` or ``"static"`` (see
-            :func:`~posenc_core.book.widgets.explorer.resolve_mode`).
 
     Returns:
         an :class:`~posenc_core.book.widgets.explorer.Explorer` named ``"rope-decay"``.
@@ -300,25 +280,9 @@ def rope_decay_explorer(
     npts = check.int_in_range("n_points", n_points, 10)
     distances = np.unique(np.round(np.logspace(0, math.log10(dmax), npts)).astype(np.int64))
     dist_t = torch.from_numpy(distances)
-    dist_grid = tuple(
-        x for x in (1, 3, 10, 30, 100, 300, 1000, 3000, 10000, 30000, 100000) if x <= dmax
-    )
     params = [
-        Param(
-            "base",
-            "base",
-            (100, 1000, 10000, 100000, 500000, 1000000, 10000000),
-            10000,
-            ("log", 10, 2, 7, 0.05),
-        ),
-        Param(
-            "distance",
-            "distance",
-            dist_grid,
-            min(1000, dist_grid[-1]),
-            ("log", 10, 0, math.log10(dmax), 0.05),
-            to_param=lambda x: int(round(x)),
-        ),
+        Param("base", "base", "real", 10000.0, 100.0, 1e7, log=True),
+        Param("distance", "distance", "int", min(1000, dmax), 1, dmax, log=True),
     ]
 
     def compute(v: dict) -> Data:
@@ -331,19 +295,14 @@ def rope_decay_explorer(
             "marker": np.array([m, rope_score_vs_distance(m, hd, base=b).item()]),
         }
 
-    def draw(data: Data, v: dict, fig: Any) -> Any:
-        title = f"RoPE, head_dim {hd}, base {v['base']:.0f}"
+    def figure(data: Data, v: dict) -> Any:
         return explorer_frames.rope_decay_figure(
             data["distances"],
             data["score"],
             marker=tuple(data["marker"]),
             bound=data["bound"],
-            title=title,
-            fig=fig,
+            title=f"RoPE, head_dim {hd}, base {v['base']:.0f}",
         )
-
-    def extra(v: dict, data: Data) -> str:
-        return f"score = {data['marker'][1]:+.4f}"
 
     def alt(v: dict, data: Data) -> str:
         return (
@@ -353,7 +312,10 @@ def rope_decay_explorer(
             f"{data['marker'][1]:+.4f}"
         )
 
-    return Explorer("rope-decay", params, compute, draw, alt, mode=mode, extra_label=extra)
+    title = f"The RoPE score against relative distance, head_dim {hd}"
+    consts = {"head_dim": hd, "max_distance": dmax, "distances": distances}
+    consts["args"] = {"head_dim": hd, "max_distance": dmax, "n_points": npts}
+    return Explorer("rope-decay", "rope-decay", title, params, consts, compute, figure, alt)
 
 
 SCALING_METHODS = ("linear", "ntk", "dynamic", "yarn", "llama3")
@@ -396,7 +358,7 @@ def scaling_setup(method: str, factor: float) -> tuple[float, dict, int | None, 
     return base, scaling, seq_len, l0
 
 
-def rope_scaling_explorer(*, head_dim: int = 128, mode: str = "auto") -> Explorer:
+def rope_scaling_explorer(*, head_dim: int = 128) -> Explorer:
     """How each context-extension method rescales RoPE's frequencies: scaled theta_i divided
     by the original theta_i, against the original wavelength (log scales). 1 = kept,
     1/factor = interpolated, in between = smoothed (or, for NTK and dynamic, a changed base).
@@ -406,10 +368,10 @@ def rope_scaling_explorer(*, head_dim: int = 128, mode: str = "auto") -> Explore
     base 500000, L0 = 8192, low_freq_factor 1, high_freq_factor 4 (Llama 3.1).
 
     Controls:
-        ``factor``: the context-extension factor s. Static grid 2, 4, 8, 16, 32; live 1.5, 2,
-        3, 4, 6, 8, 12, 16, 24, 32. Default 8.
-        ``method``: buttons linear, ntk, dynamic, yarn, llama3 (both modes). Default linear.
-        The frame label also counts the pairs kept, interpolated and in between.
+        ``factor``: the context-extension factor s, any real number from 1 to 32 (log-scale
+        slider, or typed). Default 8.
+        ``method``: buttons linear, ntk, dynamic, yarn, llama3. Default linear.
+        The label also counts the pairs kept, interpolated and in between.
 
     Data: ``wavelength`` (head_dim/2,) original wavelengths, ``inv_freq_original`` and
     ``inv_freq`` from :func:`~posenc_core.rope.rope_frequencies` without and with the scaling
@@ -417,8 +379,6 @@ def rope_scaling_explorer(*, head_dim: int = 128, mode: str = "auto") -> Explore
 
     Args:
         head_dim: per-head width, an even integer >= 4.
-        mode: ``"auto"``, ``"live"`` or ``"static"`` (see
-            :func:`~posenc_core.book.widgets.explorer.resolve_mode`).
 
     Returns:
         an :class:`~posenc_core.book.widgets.explorer.Explorer` named ``"rope-scaling"``.
@@ -429,59 +389,36 @@ def rope_scaling_explorer(*, head_dim: int = 128, mode: str = "auto") -> Explore
             f"head_dim must be an even integer >= 4 (dimensions come in pairs), got {hd}"
         )
     params = [
-        Param(
-            "factor",
-            "factor",
-            (2, 4, 8, 16, 32),
-            8,
-            ("select", (1.5, 2, 3, 4, 6, 8, 12, 16, 24, 32)),
-            fmt=lambda s: f"{s:g}",
-        ),
-        Param("method", "method", SCALING_METHODS, "linear", ("buttons", SCALING_METHODS), fmt=str),
+        Param("factor", "factor", "real", 8.0, 1.0, 32.0, log=True),
+        Param("method", "method", "choice", "linear", options=SCALING_METHODS),
     ]
 
     def compute(v: dict) -> Data:
         base, scaling, seq_len, _ = scaling_setup(v["method"], v["factor"])
         original = rope_frequencies(hd, base=base)
         scaled = rope_frequencies(hd, base=base, scaling=scaling, seq_len=seq_len)
-        ratio = (scaled / original).numpy()
         return {
             "wavelength": (2 * math.pi / original).numpy(),
             "inv_freq_original": original.numpy(),
             "inv_freq": scaled.numpy(),
-            "ratio": ratio,
+            "ratio": (scaled / original).numpy(),
         }
 
-    def counts(v: dict, data: Data) -> tuple[int, int, int]:
-        r = data["ratio"]
-        kept = int(np.isclose(r, 1.0, rtol=1e-9, atol=0).sum())
-        interp = int(np.isclose(r, 1.0 / v["factor"], rtol=1e-9, atol=0).sum())
-        return kept, interp, r.size - kept - interp
-
-    def draw(data: Data, v: dict, fig: Any) -> Any:
-        base, scaling, seq_len, l0 = scaling_setup(v["method"], v["factor"])
+    def figure(data: Data, v: dict) -> Any:
+        base, _, _, l0 = scaling_setup(v["method"], v["factor"])
         s = v["factor"]
         lines = {f"L0 = {l0}": l0, f"s·L0 = {s * l0:.0f}": s * l0}
-        if v["method"] == "yarn":
-            lines = {"L0/β_fast": l0 / 32, f"L0 = {l0}": l0, f"s·L0 = {s * l0:.0f}": s * l0}
-        elif v["method"] == "llama3":
-            lines = {
-                "L0/high_freq_factor": l0 / 4,
-                f"L0 = {l0}": l0,
-                f"s·L0 = {s * l0:.0f}": s * l0,
-            }
-        kept, interp, between = counts(v, data)
+        r = data["ratio"]
+        kept = int(np.isclose(r, 1.0, rtol=1e-9, atol=0).sum())
+        interp = int(np.isclose(r, 1.0 / s, rtol=1e-9, atol=0).sum())
         title = (
             f"{v['method']}, factor s = {s:g} (base {base:.0f}, L0 = {l0})\n"
-            f"{hd // 2} pairs: {kept} kept, {interp} interpolated, {between} in between"
+            f"{hd // 2} pairs: {kept} kept, {interp} interpolated, {r.size - kept - interp} "
+            "in between"
         )
         return explorer_frames.rope_scaling_figure(
-            data["wavelength"], data["ratio"], factor=s, lines=lines, title=title, fig=fig
+            data["wavelength"], r, factor=s, lines=lines, title=title
         )
-
-    def extra(v: dict, data: Data) -> str:
-        kept, interp, between = counts(v, data)
-        return f"kept {kept}, interpolated {interp}, in between {between}"
 
     def alt(v: dict, data: Data) -> str:
         return (
@@ -491,16 +428,14 @@ def rope_scaling_explorer(*, head_dim: int = 128, mode: str = "auto") -> Explore
             "extended context"
         )
 
-    return Explorer("rope-scaling", params, compute, draw, alt, mode=mode, extra_label=extra)
+    title = f"How each long-context method rescales RoPE's frequencies, head_dim {hd}"
+    consts = {"head_dim": hd, "models": {m: list(t) for m, t in _SCALING_MODELS.items()}}
+    consts["args"] = {"head_dim": hd}
+    return Explorer("rope-scaling", "rope-scaling", title, params, consts, compute, figure, alt)
 
 
 def patch_score_explorer(
-    *,
-    grid: int = 8,
-    head_dim: int = 32,
-    base: float = 100.0,
-    seed: int = 0,
-    mode: str = "auto",
+    *, grid: int = 8, head_dim: int = 32, base: float = 100.0, seed: int = 0
 ) -> Explorer:
     """Move a query patch across an image grid and see its scores against every patch, under
     axial 2-D RoPE and under 1-D RoPE on the raster order (chapter 9).
@@ -512,19 +447,17 @@ def patch_score_explorer(
     (:func:`~posenc_core.multi_axis.raster_score_grid`) the patch below is ``grid`` positions
     away and the end of a row is next to the start of the following one.
 
-    Controls: ``row`` and ``col``, sliders 0 .. grid - 1 (the static page holds every
-    combination). Default: the centre.
+    Controls: ``row`` and ``col``, every integer from 0 to grid - 1. Default: the centre.
 
     Data: ``axial`` and ``raster`` ``(grid, grid)`` float64 scores, ``below`` and ``right``:
-    ``(axial, raster)`` scores of the patch below and to the right (NaN at the edge).
+    ``[axial, raster]`` scores of the patch below and to the right, ``None`` where the query
+    is on the last row or column (the label then says so).
 
     Args:
         grid: patches per side, 2 .. 12.
         head_dim: a multiple of 4 (axial RoPE splits the pairs between the two axes).
         base: rope_theta (100: fast enough that the pattern varies over a few patches).
         seed: the content vector's seed.
-        mode: ``"auto"``, ``"live"`` or ``"static"`` (see
-            :func:`~posenc_core.book.widgets.explorer.resolve_mode`).
 
     Returns:
         an :class:`~posenc_core.book.widgets.explorer.Explorer` named ``"patch-scores"``.
@@ -537,52 +470,45 @@ def patch_score_explorer(
         raise ValueError(f"head_dim must be a multiple of 4 for axial 2-D RoPE, got {hd}")
     base = check.base_value("base", base)
     g = torch.Generator().manual_seed(check.non_negative_int("seed", seed))
-    q = k = torch.randn(hd, generator=g, dtype=torch.float64)  # one content everywhere
+    q = torch.randn(hd, generator=g, dtype=torch.float64)  # one content everywhere, q = k
     params = [
-        Param("row", "row", tuple(range(n)), n // 2, ("int", 0, n - 1)),
-        Param("col", "col", tuple(range(n)), n // 2, ("int", 0, n - 1)),
+        Param("row", "row", "int", n // 2, 0, n - 1),
+        Param("col", "col", "int", n // 2, 0, n - 1),
     ]
 
     def grids(r: int, c: int) -> tuple[np.ndarray, np.ndarray]:
-        a = axial_score_grid(n, n, r, c, hd, base=base, q=q, k=k).numpy()
-        b = raster_score_grid(n, n, r, c, hd, base=base, q=q, k=k).numpy()
+        a = axial_score_grid(n, n, r, c, hd, base=base, q=q, k=q).numpy()
+        b = raster_score_grid(n, n, r, c, hd, base=base, q=q, k=q).numpy()
         return a, b
 
     every = [grids(r, c) for r in range(n) for c in range(n)]
     vlim = (
-        min(x.min() for pair in every for x in pair),
-        max(x.max() for pair in every for x in pair),
+        float(min(x.min() for pair in every for x in pair)),
+        float(max(x.max() for pair in every for x in pair)),
     )
 
     def compute(v: dict) -> Data:
         r, c = v["row"], v["col"]
         a, b = grids(r, c)
 
-        def at(grid_: np.ndarray, rr: int, cc: int) -> float:
-            return float(grid_[rr, cc]) if rr < n and cc < n else float("nan")
+        def at(rr: int, cc: int) -> list | None:
+            return [float(a[rr, cc]), float(b[rr, cc])] if rr < n and cc < n else None
 
+        below, right = at(r + 1, c), at(r, c + 1)
         return {
             "axial": a,
             "raster": b,
-            "below": (at(a, r + 1, c), at(b, r + 1, c)),
-            "right": (at(a, r, c + 1), at(b, r, c + 1)),
+            "below": below or [None, None],
+            "right": right or [None, None],
         }
 
-    def draw(data: Data, v: dict, fig: Any) -> Any:
+    def figure(data: Data, v: dict) -> Any:
         return explorer_frames.patch_scores_figure(
             [data["axial"], data["raster"]],
             (v["row"], v["col"]),
             titles=["axial 2-D RoPE", "1-D RoPE on the raster order"],
             vlim=vlim,
             title=f"query patch at row {v['row']}, column {v['col']}",
-            fig=fig,
-        )
-
-    def extra(v: dict, data: Data) -> str:
-        (ab, rb), (ar, rr) = data["below"], data["right"]
-        return (
-            f"patch below: axial {ab:.2f}, raster {rb:.2f} · patch to the right: axial "
-            f"{ar:.2f}, raster {rr:.2f}"
         )
 
     def alt(v: dict, data: Data) -> str:
@@ -592,4 +518,7 @@ def patch_score_explorer(
             "the raster order on the right"
         )
 
-    return Explorer("patch-scores", params, compute, draw, alt, mode=mode, extra_label=extra)
+    title = f"Scores of one query patch on a {n} × {n} grid, axial against raster RoPE"
+    consts = {"grid": n, "head_dim": hd, "base": base, "q": q.numpy(), "vlim": list(vlim)}
+    consts["args"] = {"grid": n, "head_dim": hd, "base": base, "seed": seed}
+    return Explorer("patch-scores", "patch-scores", title, params, consts, compute, figure, alt)

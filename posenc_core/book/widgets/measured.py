@@ -1,5 +1,9 @@
 """The explorer of measured curves: the trained models' loss by position, from the study's
-committed results (chapters 7 and 8).
+committed results (chapters 5, 7 and 8).
+
+The curves travel with the page as numbers (each curve's bucketed mean and min-max band over
+seeds, and each seed's means in range and beyond), and ``explorer.js`` draws whichever the
+controls select, beside any others the reader keeps for comparison.
 """
 
 from __future__ import annotations
@@ -14,7 +18,32 @@ from posenc_core import _validation as check
 from posenc_core.book.figures import explorer_frames
 from posenc_core.book.widgets.explorer import Data, Explorer, Param
 
-__all__ = ["position_loss_explorer"]
+__all__ = ["position_loss_explorer", "resolve_curve"]
+
+
+def resolve_curve(keys: Sequence[tuple], start: tuple, wanted: tuple, default: tuple) -> tuple:
+    """The key of the curve shown for the controls' values ``wanted``.
+
+    A key matches when each entry is None (does not apply) or equals the wanted value; the
+    first match in ``keys`` wins. Without one, the controls after the first are reset to
+    ``start``, the last control first, until a key matches; ``default`` if none does.
+    ``explorer.js`` does the same in the browser (``keyOf``).
+    """
+
+    def match(v: tuple) -> tuple | None:
+        for k in keys:
+            if all(a is None or a == b for a, b in zip(k, v)):
+                return k
+        return None
+
+    v = list(wanted)
+    found = match(tuple(v))
+    for i in reversed(range(1, len(v))):
+        if found is not None:
+            break
+        v[i] = start[i]
+        found = match(tuple(v))
+    return default if found is None else found
 
 
 def _control_name(description: str) -> str:
@@ -26,12 +55,6 @@ def _control_name(description: str) -> str:
             f"{description!r}"
         )
     return name
-
-
-def _signed(x: float, digits: int = 3) -> str:
-    """``x`` with a sign and ``digits`` decimals, never "-0.000" (a tiny negative is +0)."""
-    x = round(float(x), digits)
-    return f"{x + 0.0:+.{digits}f}"
 
 
 def position_loss_explorer(
@@ -46,7 +69,6 @@ def position_loss_explorer(
     ylim: tuple[float, float] | None = None,
     ylabel: str = "held-out loss (nats per byte)",
     name: str = "position-loss",
-    mode: str = "auto",
 ) -> Explorer:
     """A per-position curve over seeds, chosen with one to three categorical controls, beside
     a fixed reference: e.g. loss by position of each positional scheme (chapter 5), or of the
@@ -58,26 +80,25 @@ def position_loss_explorer(
     line and a min-max band over seeds; [0, L) is shaded, the x ticks are multiples of L and the
     y limits are the same in every frame.
 
-    Controls: one ``ToggleButtons`` per entry of ``controls`` (the description; the keyword for
-    :meth:`Explorer.set <posenc_core.book.widgets.explorer.Explorer.set>` is the description with
+    Controls: one row of buttons per entry of ``controls`` (the label; the keyword for
+    :meth:`Explorer.set <posenc_core.book.widgets.explorer.Explorer.set>` is the label with
     every run of other characters than letters, digits and ``_`` replaced by ``_``:
     ``"fine-tune steps"`` -> ``fine_tune_steps``). A key of ``curves`` gives one value per control
-    (a plain value when there is one control, else a tuple); the grid of a control is the values its
+    (a plain value when there is one control, else a tuple); a control offers the values its
     keys use, in order of first appearance. A key entry ``None`` means "does not apply": the curve
-    is shown for every value of that control (``("none", None, None)``: plain RoPE whatever the
-    factor and fine-tune). Static and live mode show the same grid.
+    is shown for every value of that control, and the control is greyed out while it is shown
+    (``("none", None, None)``: plain RoPE whatever the factor and fine-tune). Combinations
+    without a curve fall back as :func:`resolve_curve` says, and the label says which curve is
+    shown. A button keeps the curve shown for comparison: every kept curve is drawn with its
+    own band until "clear".
 
-    Combinations without a curve snap: the controls after the first are reset to their default
-    values, the last control first, until a key matches (and to the default key if none does);
-    the frame label then says which curve is shown. Grid points that show the same curve
-    share one prerendered image (``frame_key``), so the page stores one PNG per curve.
-
-    The frame label gives the controls' values, the mean over seeds of the curve's mean on
+    The label gives the controls' values, the mean over seeds of the curve's mean on
     [L/2, L) (in range, past the first positions' short context) and on [L, P) (beyond L).
 
-    Data: ``shown`` (the key of the curve drawn, as a tuple), ``x``, ``mean``, ``low``,
+    Data: ``shown`` (the key of the curve drawn, a list), ``x``, ``mean``, ``low``,
     ``high`` ``(B,)`` from :func:`~posenc_core.book.figures.seed_band`, ``in_range`` and
-    ``beyond`` ``(S,)``: each seed's mean over [L/2, L) and over [L, P).
+    ``beyond`` ``(S,)``: each seed's mean over [L/2, L) and over [L, P). These are embedded in
+    the page as they are computed here, and the browser draws them unchanged.
 
     Args:
         curves: key -> ``(S, P)`` array-like (``(P,)``: one seed); every curve has the same P,
@@ -95,8 +116,6 @@ def position_loss_explorer(
         ylim: y limits (default: the range of every curve's band, with a margin).
         ylabel: the y axis label.
         name: the explorer's name (CSS class ``posenc-explorer-<name>``).
-        mode: ``"auto"``, ``"live"`` or ``"static"`` (see
-            :func:`~posenc_core.book.widgets.explorer.resolve_mode`).
 
     Returns:
         an :class:`~posenc_core.book.widgets.explorer.Explorer`.
@@ -178,21 +197,8 @@ def position_loss_explorer(
         raise ValueError(f"default {default!r} is not a key of curves")
     start = tuple(g[0] if v is None else v for v, g in zip(default_key, grids))
 
-    def match(v: tuple) -> tuple | None:
-        for k in keys:
-            if all(a is None or a == b for a, b in zip(k, v)):
-                return k
-        return None
-
-    def resolve(vals: Mapping[str, Any]) -> tuple:
-        v = [vals[nm] for nm in names]
-        found = match(tuple(v))
-        for i in reversed(range(1, n)):
-            if found is not None:
-                break
-            v[i] = start[i]
-            found = match(tuple(v))
-        return default_key if found is None else found
+    def resolve(vals: dict) -> tuple:
+        return resolve_curve(keys, start, tuple(vals[nm] for nm in names), default_key)
 
     def describe(key: tuple) -> str:
         return " · ".join(f"{d} = {v}" for d, v in zip(descriptions, key) if v is not None)
@@ -207,7 +213,7 @@ def position_loss_explorer(
         lo, hi = float(min(lows)), float(max(highs))
         ylim = (lo - 0.05 * (hi - lo), hi + 0.05 * (hi - lo))
     params = [
-        Param(nm, desc, grid, s, ("buttons", grid), fmt=str)
+        Param(nm, desc, "choice", s, options=grid)
         for nm, desc, grid, s in zip(names, descriptions, grids, start)
     ]
     seeds = {a.shape[0] for a in table.values()}
@@ -218,7 +224,7 @@ def position_loss_explorer(
         x, mean, low, high = bands[key]
         a = table[key]
         return {
-            "shown": key,
+            "shown": list(key),
             "x": x,
             "mean": mean,
             "low": low,
@@ -227,13 +233,57 @@ def position_loss_explorer(
             "beyond": a[:, L:].mean(1),
         }
 
-    def reference_of(key: tuple) -> tuple[str, Any] | None:
+    def reference_of(key: tuple) -> tuple[str, Any, np.ndarray] | None:
         if key in ref_bands:
-            return ref_bands[key]
-        return None if ref is None else (ref[0], ref_band)
+            return (*ref_bands[key], own_refs[key][1])
+        return None if ref is None else (ref[0], ref_band, ref[1])
 
-    def draw(data: Data, v: dict, fig: Any) -> Any:
-        r = reference_of(data["shown"])
+    # the page's copy: every curve's band and per-seed means, every reference once
+    references: list[dict] = []
+    ref_index: dict[int, int] = {}
+
+    def ref_entry(r: tuple[str, Any, np.ndarray] | None) -> int | None:
+        if r is None:
+            return None
+        label, band, raw = r
+        if id(raw) not in ref_index:
+            ref_index[id(raw)] = len(references)
+            x, mean, low, high = band
+            references.append(
+                {
+                    "label": label,
+                    "x": x,
+                    "mean": mean,
+                    "low": low,
+                    "high": high,
+                    "in_range_mean": float(raw[:, L // 2 : L].mean()),
+                    "beyond_mean": float(raw[:, L:].mean()),
+                }
+            )
+        return ref_index[id(raw)]
+
+    entries = []
+    for k in keys:
+        d = compute(dict(zip(names, (start[i] if v is None else v for i, v in enumerate(k)))))
+        d["shown"] = list(k)
+        d["reference"] = ref_entry(reference_of(k))
+        entries.append({"key": d.pop("shown"), **d})
+    consts = {
+        "controls": [p.spec() for p in params],
+        "curves": entries,
+        "references": references,
+        "start": list(start),
+        "default": keys.index(default_key),
+        "train_len": L,
+        "positions": P,
+        "n_seeds": n_seeds,
+        "ylim": list(ylim),
+        "ylabel": ylabel,
+    }
+
+    def figure(data: Data, v: dict) -> Any:
+        key = tuple(data["shown"])
+        r = reference_of(key)
         return explorer_frames.position_band_figure(
             data["x"],
             data["mean"],
@@ -246,46 +296,16 @@ def position_loss_explorer(
             n_seeds=n_seeds,
             ylim=ylim,
             ylabel=ylabel,
-            title=describe(data["shown"]),
-            fig=fig,
+            title=describe(key),
         )
-
-    def extra(v: dict, data: Data) -> str:
-        text = (
-            f"mean over [{L // 2}, {L}): {data['in_range'].mean():.3f} · over [{L}, {P}): "
-            f"{data['beyond'].mean():.3f}"
-        )
-        if data["shown"] in own_refs:
-            label, a = own_refs[data["shown"]]
-            d_in = data["in_range"].mean() - a[:, L // 2 : L].mean()
-            d_out = data["beyond"].mean() - a[:, L:].mean()
-            text += (
-                f" · {label}: {a[:, L // 2 : L].mean():.3f} and {a[:, L:].mean():.3f} "
-                f"(difference {_signed(d_in)} and {_signed(d_out)})"
-            )
-        wanted = tuple(v[nm] for nm in names)
-        if match(wanted) is None:
-            text += f" · no curve for this combination; shown: {describe(data['shown'])}"
-        idle = [d for d, k in zip(descriptions, data["shown"]) if k is None]
-        if idle:
-            text += f" · {', '.join(idle)}: not applicable"
-        return text
 
     def alt(v: dict, data: Data) -> str:
-        r = reference_of(data["shown"])
+        r = reference_of(tuple(data["shown"]))
         return (
             f"Line plot of {ylabel} against position 0 to {P}, the training length {L} shaded: "
-            f"{describe(data['shown'])}, mean over seeds with a min-max band"
+            f"{describe(tuple(data['shown']))}, mean over seeds with a min-max band"
             + (f", beside {r[0]} dashed in black" if r else "")
         )
 
-    return Explorer(
-        name,
-        params,
-        compute,
-        draw,
-        alt,
-        mode=mode,
-        extra_label=extra,
-        frame_key=lambda v: resolve(v),
-    )
+    title = f"{ylabel.capitalize()} by position, chosen by {', '.join(descriptions)}"
+    return Explorer("position-loss", name, title, params, consts, compute, figure, alt)

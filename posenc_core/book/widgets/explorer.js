@@ -1,0 +1,1142 @@
+// The explorers of posenc_core.book.widgets, computed and drawn in the reader's browser.
+//
+// One ES module for every explorer (anywidget loads it: `export default { render }`). The
+// widget's `spec` says which explorer it is, its controls and its constants; `values` holds the
+// controls' values and is synced with Python when a kernel is attached. Nothing here needs a
+// kernel: the static book renders the saved widget state and this module does the rest.
+//
+// Part 1 holds the formulas, each named after the posenc_core function it mirrors and written in
+// float64 (JavaScript numbers); tests/built/test_explorers.py compares what they give, in the
+// page, with posenc_core computed in Python. Part 2 draws on a <canvas>; part 3 builds the
+// controls; part 4 is one entry per explorer: compute, label, draw.
+
+// --------------------------------------------------------------------------- 1. formulas
+
+const TAU = 2 * Math.PI;
+
+// theta_i = base ** (-2i / d), i = 0 .. d/2 - 1 (posenc_core.sinusoidal.sinusoidal_frequencies)
+export function sinusoidal_frequencies(d, base) {
+  const out = new Float64Array(d / 2);
+  for (let i = 0; i < d / 2; i++) out[i] = Math.pow(base, -(2 * i) / d);
+  return out;
+}
+
+// 2 pi / theta_i (sinusoidal_wavelengths)
+export function sinusoidal_wavelengths(d, base) {
+  return sinusoidal_frequencies(d, base).map((w) => TAU / w);
+}
+
+// rows p = 0 .. n-1 of sin(p w_i), cos(p w_i) interleaved (sinusoidal_table, float64)
+export function sinusoidal_table(n, d, base) {
+  const w = sinusoidal_frequencies(d, base);
+  const rows = [];
+  for (let p = 0; p < n; p++) {
+    const row = new Float64Array(d);
+    for (let i = 0; i < d / 2; i++) {
+      row[2 * i] = Math.sin(p * w[i]);
+      row[2 * i + 1] = Math.cos(p * w[i]);
+    }
+    rows.push(row);
+  }
+  return rows;
+}
+
+// mean_i cos(k w_i) for every offset k (posenc_core.analysis.sinusoidal_similarity)
+export function sinusoidal_similarity(offsets, d, base) {
+  const w = sinusoidal_frequencies(d, base);
+  return Float64Array.from(offsets, (k) => {
+    let s = 0;
+    for (let i = 0; i < w.length; i++) s += Math.cos(k * w[i]);
+    return s / w.length;
+  });
+}
+
+// the 2x2 block of pair i of M_k, PE(p + k) = M_k PE(p) (posenc_core.rotation.shift_matrix)
+export function shift_matrix_block(k, d, base, i) {
+  const a = sinusoidal_frequencies(d, base)[i] * k;
+  const c = Math.cos(a);
+  const s = Math.sin(a);
+  return [
+    [c, s],
+    [-s, c],
+  ];
+}
+
+function ntk_base(base, d, ratio) {
+  return base * Math.pow(ratio, d / (d - 2));
+}
+
+// theta_i after a scaling dict {rope_type, factor, ...} (posenc_core.rope.rope_frequencies)
+export function rope_frequencies(d, base, scaling, seq_len) {
+  const inv = sinusoidal_frequencies(d, base);
+  if (!scaling) return inv;
+  const s = scaling.factor;
+  const l0 = scaling.original_max_position_embeddings;
+  switch (scaling.rope_type) {
+    case "linear":
+      return inv.map((t) => t / s);
+    case "ntk":
+      return sinusoidal_frequencies(d, ntk_base(base, d, s));
+    case "dynamic": {
+      const length = seq_len == null ? l0 : Math.max(seq_len, l0);
+      return sinusoidal_frequencies(d, ntk_base(base, d, 1 + (s * (length - l0)) / l0));
+    }
+    case "yarn": {
+      const fast = scaling.beta_fast ?? 32;
+      const slow = scaling.beta_slow ?? 1;
+      const dim = (n) => (d * Math.log(l0 / (n * TAU))) / (2 * Math.log(base));
+      let low = Math.floor(dim(fast));
+      let high = Math.ceil(dim(slow));
+      low = Math.max(low, 0);
+      high = Math.min(high, d - 1);
+      if (low === high) high += 0.001;
+      return inv.map((t, i) => {
+        const ramp = Math.min(Math.max((i - low) / (high - low), 0), 1);
+        const keep = 1 - ramp;
+        return (t / s) * (1 - keep) + t * keep;
+      });
+    }
+    case "llama3": {
+      const lo = scaling.low_freq_factor;
+      const hi = scaling.high_freq_factor;
+      return inv.map((t) => {
+        const wavelen = TAU / t;
+        if (wavelen < l0 / hi) return t;
+        if (wavelen > l0 / lo) return t / s;
+        const smooth = (l0 / wavelen - lo) / (hi - lo);
+        return ((1 - smooth) * t) / s + smooth * t;
+      });
+    }
+    default:
+      throw new Error(`rope_type ${scaling.rope_type} is not drawn here`);
+  }
+}
+
+// mean_i cos(m theta_i), q = k = all ones (posenc_core.analysis.rope_score_vs_distance)
+export function rope_score_vs_distance(distances, d, base) {
+  return sinusoidal_similarity(distances, d, base);
+}
+
+// RoFormer's bound mean_j |S_j|, S_j = sum_{i<j} exp(i m theta_i) (analysis.rope_decay_bound)
+export function rope_decay_bound(distances, d, base) {
+  const t = sinusoidal_frequencies(d, base);
+  return Float64Array.from(distances, (m) => {
+    let re = 0;
+    let im = 0;
+    let total = 0;
+    for (let i = 0; i < t.length; i++) {
+      re += Math.cos(m * t[i]);
+      im += Math.sin(m * t[i]);
+      total += Math.hypot(re, im);
+    }
+    return total / t.length;
+  });
+}
+
+// <R(a) q_j, R(b) k_j> summed over pairs j (dims j and j + d/2), angle difference b - a
+function rotated_dot(q, k, delta) {
+  const h = q.length / 2;
+  let s = 0;
+  for (let j = 0; j < h; j++) {
+    const dot = q[j] * k[j] + q[j + h] * k[j + h];
+    const cross = q[j + h] * k[j] - q[j] * k[j + h];
+    s += Math.cos(delta[j]) * dot + Math.sin(delta[j]) * cross;
+  }
+  return s;
+}
+
+// scores of the query patch (r, c) under axial 2-D RoPE (posenc_core.multi_axis.axial_score_grid)
+export function axial_score_grid(n, r, c, d, base, q, k) {
+  const theta = sinusoidal_frequencies(d / 2, base); // d/4 frequencies per axis
+  const quarter = d / 4;
+  const delta = new Float64Array(d / 2);
+  const grid = [];
+  for (let rr = 0; rr < n; rr++) {
+    const row = new Float64Array(n);
+    for (let cc = 0; cc < n; cc++) {
+      for (let j = 0; j < quarter; j++) {
+        delta[j] = rr * theta[j] - r * theta[j];
+        delta[j + quarter] = cc * theta[j] - c * theta[j];
+      }
+      row[cc] = rotated_dot(q, k, delta);
+    }
+    grid.push(row);
+  }
+  return grid;
+}
+
+// the same under 1-D RoPE on the raster index r * n + c (multi_axis.raster_score_grid)
+export function raster_score_grid(n, r, c, d, base, q, k) {
+  const theta = sinusoidal_frequencies(d, base);
+  const m = r * n + c;
+  const delta = new Float64Array(d / 2);
+  const grid = [];
+  for (let rr = 0; rr < n; rr++) {
+    const row = new Float64Array(n);
+    for (let cc = 0; cc < n; cc++) {
+      const p = rr * n + cc;
+      for (let j = 0; j < d / 2; j++) delta[j] = p * theta[j] - m * theta[j];
+      row[cc] = rotated_dot(q, k, delta);
+    }
+    grid.push(row);
+  }
+  return grid;
+}
+
+// --------------------------------------------------------------------------- 2. drawing
+
+const COLORS = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9"];
+const INK = "#222";
+const MUTED = "#666";
+const FONT = "12px system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif";
+const SMALL = "11px system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif";
+// matplotlib's RdBu_r at -1, -0.5, 0, 0.5, 1: blue for -1, red for +1
+const DIVERGING = [
+  [5, 48, 97],
+  [67, 147, 195],
+  [247, 247, 247],
+  [214, 96, 77],
+  [103, 0, 31],
+];
+
+function number_text(v) {
+  // at most 6 significant digits, no exponent below 1e21: 30902.954 -> "30903"
+  return String(Number(Number(v).toPrecision(6)));
+}
+
+const SUPERSCRIPT = { "-": "⁻", 0: "⁰", 1: "¹", 2: "²", 3: "³", 4: "⁴", 5: "⁵", 6: "⁶", 7: "⁷", 8: "⁸", 9: "⁹" };
+
+function tick_text(v) {
+  const a = Math.abs(v);
+  if (a !== 0 && (a >= 1e5 || a < 1e-3)) {
+    const e = Math.round(Math.log10(a));
+    const power = "10" + [...String(e)].map((ch) => SUPERSCRIPT[ch]).join("");
+    if (Math.abs(a - 10 ** e) < 1e-9 * a) return (v < 0 ? "−" : "") + power;
+    return v.toExponential(0);
+  }
+  return number_text(v);
+}
+
+function nice_ticks(lo, hi, count = 5) {
+  const span = hi - lo;
+  if (!(span > 0)) return [lo];
+  const raw = span / count;
+  const mag = 10 ** Math.floor(Math.log10(raw));
+  const step = [1, 2, 2.5, 5, 10].map((m) => m * mag).find((s) => s >= raw);
+  const out = [];
+  for (let t = Math.ceil(lo / step - 1e-9) * step; t <= hi + step * 1e-9; t += step) {
+    out.push(Math.abs(t) < step * 1e-9 ? 0 : t);
+  }
+  return out;
+}
+
+function log_ticks(lo, hi) {
+  const out = [];
+  const a = Math.ceil(Math.log10(lo) - 1e-9);
+  const b = Math.floor(Math.log10(hi) + 1e-9);
+  const every = Math.max(1, Math.ceil((b - a + 1) / 7));
+  for (let e = a; e <= b; e += every) out.push(10 ** e);
+  return out;
+}
+
+// An axes box: maps data to pixels, draws its frame, ticks, labels and title.
+class Axes {
+  constructor(ctx, box, x, y) {
+    this.ctx = ctx;
+    Object.assign(this, { box, x, y });
+    const map = (s, a, b) => {
+      const f = s.log ? Math.log10 : (v) => v;
+      const lo = f(s.lo);
+      const span = f(s.hi) - lo || 1;
+      return (v) => a + ((f(v) - lo) / span) * (b - a);
+    };
+    this.X = map(x, box.x, box.x + box.w);
+    this.Y = map(y, box.y + box.h, box.y);
+  }
+
+  frame({ title, xlabel, ylabel, xticks, yticks, grid = true } = {}) {
+    const { ctx, box, x, y } = this;
+    ctx.save();
+    ctx.font = SMALL;
+    ctx.fillStyle = MUTED;
+    ctx.strokeStyle = "#e3e3e3";
+    ctx.lineWidth = 1;
+    // about one tick per 60 px, so that narrow axes (a phone) keep their labels apart
+    const xt = xticks || (x.log ? log_ticks(x.lo, x.hi) : nice_ticks(x.lo, x.hi, Math.max(2, Math.min(5, Math.floor(box.w / 60)))));
+    const yt = yticks || (y.log ? log_ticks(y.lo, y.hi) : nice_ticks(y.lo, y.hi, 4));
+    ctx.textAlign = "center";
+    ctx.textBaseline = "top";
+    for (const t of xt) {
+      const px = this.X(t);
+      if (px < box.x - 0.5 || px > box.x + box.w + 0.5) continue;
+      if (grid) line(ctx, px, box.y, px, box.y + box.h);
+      ctx.fillText(tick_text(t), px, box.y + box.h + 3);
+    }
+    ctx.textAlign = "right";
+    ctx.textBaseline = "middle";
+    for (const t of yt) {
+      const py = this.Y(t);
+      if (py < box.y - 0.5 || py > box.y + box.h + 0.5) continue;
+      if (grid) line(ctx, box.x, py, box.x + box.w, py);
+      ctx.fillText(tick_text(t), box.x - 4, py);
+    }
+    ctx.strokeStyle = "#999";
+    ctx.strokeRect(box.x + 0.5, box.y + 0.5, box.w, box.h);
+    ctx.fillStyle = INK;
+    ctx.font = FONT;
+    if (title) {
+      ctx.textAlign = "left";
+      ctx.textBaseline = "bottom";
+      ctx.fillText(fit(ctx, title, box.x + box.w - 4 - box.x), box.x, box.y - 5);
+    }
+    if (xlabel) {
+      ctx.textAlign = "center";
+      ctx.textBaseline = "top";
+      ctx.fillText(xlabel, box.x + box.w / 2, box.y + box.h + 18);
+    }
+    if (ylabel) {
+      ctx.translate(box.x - 44, box.y + box.h / 2);
+      ctx.rotate(-Math.PI / 2);
+      ctx.textAlign = "center";
+      ctx.textBaseline = "bottom";
+      ctx.fillText(ylabel, 0, 0);
+    }
+    ctx.restore();
+  }
+
+  clip(fn) {
+    const { ctx, box } = this;
+    ctx.save();
+    ctx.beginPath();
+    ctx.rect(box.x, box.y, box.w, box.h);
+    ctx.clip();
+    fn(ctx);
+    ctx.restore();
+  }
+
+  curve(xs, ys, { color = COLORS[0], width = 1.6, dash = [], dots = false } = {}) {
+    this.clip((ctx) => {
+      ctx.strokeStyle = color;
+      ctx.fillStyle = color;
+      ctx.lineWidth = width;
+      ctx.setLineDash(dash);
+      ctx.beginPath();
+      for (let i = 0; i < xs.length; i++) {
+        const px = this.X(xs[i]);
+        const py = this.Y(ys[i]);
+        if (i === 0) ctx.moveTo(px, py);
+        else ctx.lineTo(px, py);
+      }
+      ctx.stroke();
+      if (dots) {
+        for (let i = 0; i < xs.length; i++) {
+          ctx.beginPath();
+          ctx.arc(this.X(xs[i]), this.Y(ys[i]), 2.6, 0, TAU);
+          ctx.fill();
+        }
+      }
+    });
+  }
+
+  band(xs, lo, hi, color) {
+    this.clip((ctx) => {
+      ctx.fillStyle = color;
+      ctx.globalAlpha = 0.22;
+      ctx.beginPath();
+      for (let i = 0; i < xs.length; i++) ctx.lineTo(this.X(xs[i]), this.Y(hi[i]));
+      for (let i = xs.length - 1; i >= 0; i--) ctx.lineTo(this.X(xs[i]), this.Y(lo[i]));
+      ctx.closePath();
+      ctx.fill();
+    });
+  }
+}
+
+// text that fits in `width` px: in the current font, else smaller, else cut with an ellipsis
+// (the label above the canvas always says it all)
+function fit(ctx, text, width) {
+  if (ctx.measureText(text).width <= width) return text;
+  ctx.font = SMALL;
+  if (ctx.measureText(text).width <= width) return text;
+  let cut = text;
+  while (cut.length > 1 && ctx.measureText(cut + "…").width > width) cut = cut.slice(0, -1);
+  return cut.trimEnd() + "…";
+}
+
+function line(ctx, x0, y0, x1, y1) {
+  ctx.beginPath();
+  ctx.moveTo(x0, y0);
+  ctx.lineTo(x1, y1);
+  ctx.stroke();
+}
+
+function diverging(t) {
+  // t in [0, 1] -> [r, g, b]
+  const u = Math.min(Math.max(t, 0), 1) * (DIVERGING.length - 1);
+  const i = Math.min(Math.floor(u), DIVERGING.length - 2);
+  const f = u - i;
+  return DIVERGING[i].map((a, j) => Math.round(a + (DIVERGING[i + 1][j] - a) * f));
+}
+
+// rows[r][c] as coloured cells filling box, values vmin..vmax
+function heatmap(ctx, box, rows, vmin, vmax) {
+  const nr = rows.length;
+  const nc = rows[0].length;
+  const img = new ImageData(nc, nr);
+  for (let r = 0; r < nr; r++) {
+    for (let c = 0; c < nc; c++) {
+      const [R, G, B] = diverging((rows[r][c] - vmin) / (vmax - vmin));
+      const o = 4 * (r * nc + c);
+      img.data[o] = R;
+      img.data[o + 1] = G;
+      img.data[o + 2] = B;
+      img.data[o + 3] = 255;
+    }
+  }
+  const off = new OffscreenCanvas(nc, nr);
+  off.getContext("2d").putImageData(img, 0, 0);
+  ctx.save();
+  ctx.imageSmoothingEnabled = false;
+  ctx.drawImage(off, box.x, box.y, box.w, box.h);
+  ctx.restore();
+}
+
+function legend(ctx, x, y, items) {
+  // items: [{label, color, dash, band}] in one row from (x, y), wrapping at the canvas edge
+  ctx.save();
+  ctx.font = SMALL;
+  ctx.textBaseline = "middle";
+  let px = x;
+  let py = y;
+  const right = ctx.canvas.width / (ctx.getTransform().a || 1) - 8;
+  for (const it of items) {
+    const w = 26 + ctx.measureText(it.label).width + 14;
+    if (px + w > right && px > x) {
+      px = x;
+      py += 16;
+    }
+    if (it.band) {
+      ctx.globalAlpha = 0.22;
+      ctx.fillStyle = it.color;
+      ctx.fillRect(px, py - 5, 20, 10);
+      ctx.globalAlpha = 1;
+    }
+    ctx.strokeStyle = it.color;
+    ctx.lineWidth = 2;
+    ctx.setLineDash(it.dash || []);
+    line(ctx, px, py, px + 20, py);
+    ctx.setLineDash([]);
+    ctx.fillStyle = INK;
+    ctx.fillText(it.label, px + 26, py);
+    px += w;
+  }
+  ctx.restore();
+  return py;
+}
+
+// --------------------------------------------------------------------------- 3. controls
+
+let counter = 0;
+
+function element(tag, props = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(props)) {
+    if (k === "class") node.className = v;
+    else if (k.startsWith("aria-") || k.startsWith("data-") || k === "role" || k === "for") {
+      node.setAttribute(k, v);
+    } else node[k] = v;
+  }
+  node.append(...children);
+  return node;
+}
+
+// One parameter: a slider with a typed value (numbers) or a row of buttons (choices).
+class Control {
+  constructor(p, value, onchange) {
+    this.p = p;
+    this.onchange = onchange;
+    const id = `posenc-${p.name}-${++counter}`;
+    this.node = element("div", { class: "posenc-control", "data-param": p.name });
+    if (p.kind === "choice") this.buttons(id, value);
+    else this.slider(id, value);
+  }
+
+  text(v) {
+    if (this.p.kind === "choice") return this.p.options.find((o) => o.value === v)?.label ?? "";
+    return number_text(v);
+  }
+
+  slider(id, value) {
+    const p = this.p;
+    const label = element("label", { class: "posenc-control-label", for: id }, p.label);
+    this.range = element("input", {
+      type: "range",
+      id,
+      class: "posenc-slider",
+      min: String(p.log ? Math.log10(p.min) : p.min),
+      max: String(p.log ? Math.log10(p.max) : p.max),
+      step: String(p.log ? p.slider_step : p.step),
+    });
+    this.field = element("input", {
+      type: "text",
+      class: "posenc-value",
+      inputMode: p.kind === "int" ? "numeric" : "decimal",
+      autocomplete: "off",
+      spellcheck: false,
+      "aria-label": `${p.label}: type a value from ${number_text(p.min)} to ${number_text(p.max)}`,
+    });
+    this.hint = element("span", { class: "posenc-hint", role: "status" });
+    this.range.addEventListener("input", () => {
+      const x = Number(this.range.value);
+      this.commit(this.snap(p.log ? 10 ** x : x), false);
+    });
+    if (p.log) {
+      // keys on a log slider: arrows move by a hundredth of a decade, Page keys by a tenth;
+      // on integers at least by one, so that every integer is reachable from the keyboard
+      const steps = { ArrowRight: 0.01, ArrowUp: 0.01, ArrowLeft: -0.01, ArrowDown: -0.01 };
+      Object.assign(steps, { PageUp: 0.1, PageDown: -0.1 });
+      this.range.addEventListener("keydown", (e) => {
+        const dx = steps[e.key];
+        if (dx === undefined) return;
+        e.preventDefault();
+        let v = this.snap(10 ** (Math.log10(this.value) + dx));
+        if (p.kind === "int" && v === this.value) v = this.snap(this.value + Math.sign(dx));
+        if (v !== this.value) this.commit(v, false);
+      });
+    }
+    const typed = () => {
+      const raw = this.field.value.replace(/[,_\s]/g, "");
+      const v = raw === "" ? NaN : Number(raw);
+      const why = this.invalid(v);
+      if (why) {
+        this.hint.textContent = `${this.field.value.trim() || "empty"}: ${why}; kept ${this.text(this.value)}`;
+        this.field.setAttribute("aria-invalid", "true");
+        this.show(this.value);
+        return;
+      }
+      this.commit(v, true);
+    };
+    this.field.addEventListener("change", typed);
+    this.field.addEventListener("keydown", (e) => {
+      if (e.key === "Enter") typed();
+    });
+    this.node.append(label, this.range, this.field, this.hint);
+    this.show(value);
+  }
+
+  snap(v) {
+    const p = this.p;
+    if (p.kind === "int") {
+      const step = p.step || 1;
+      v = p.min + Math.round((v - p.min) / step) * step;
+    }
+    return Math.min(Math.max(v, p.min), p.max);
+  }
+
+  invalid(v) {
+    const p = this.p;
+    const span = `from ${number_text(p.min)} to ${number_text(p.max)}`;
+    if (!Number.isFinite(v)) return `not a number (enter one ${span})`;
+    if (v < p.min || v > p.max) return `out of range (enter a number ${span})`;
+    if (p.kind === "int" && !Number.isInteger(v)) return "not a whole number";
+    if (p.kind === "int" && (v - p.min) % (p.step || 1)) return `not a multiple of ${p.step}`;
+    return "";
+  }
+
+  buttons(id, value) {
+    const p = this.p;
+    const label = element("span", { class: "posenc-control-label", id }, p.label);
+    this.group = element("div", { class: "posenc-buttons", role: "group", "aria-labelledby": id });
+    this.btns = p.options.map((o) => {
+      const b = element("button", { type: "button", class: "posenc-button" }, o.label);
+      b.addEventListener("click", () => this.commit(o.value, false));
+      this.group.append(b);
+      return b;
+    });
+    this.node.append(label, this.group);
+    this.show(value);
+  }
+
+  show(v) {
+    this.value = v;
+    if (this.p.kind === "choice") {
+      this.p.options.forEach((o, i) => {
+        const on = o.value === v;
+        this.btns[i].setAttribute("aria-pressed", on ? "true" : "false");
+        this.btns[i].classList.toggle("posenc-selected", on);
+      });
+      return;
+    }
+    const x = this.p.log ? Math.log10(v) : v;
+    if (Number(this.range.value) !== x) this.range.value = String(x);
+    this.range.setAttribute("aria-valuetext", `${this.p.label} ${this.text(v)}`);
+    this.field.value = this.text(v);
+  }
+
+  commit(v, typed) {
+    if (typed) {
+      this.hint.textContent = "";
+      this.field.removeAttribute("aria-invalid");
+    }
+    this.show(v);
+    this.onchange(this.p.name, v);
+  }
+
+  enable(on, why) {
+    this.node.classList.toggle("posenc-disabled", !on);
+    for (const input of this.node.querySelectorAll("input, button")) input.disabled = !on;
+    this.node.title = on ? "" : why;
+  }
+}
+
+// --------------------------------------------------------------------------- 4. explorers
+
+const range = (a, b) => Array.from({ length: b - a }, (_, i) => a + i);
+
+const EXPLORERS = {
+  sinusoidal: {
+    height: 390,
+    compute(v, c) {
+      const table = sinusoidal_table(c.n_positions, v.d_model, c.base);
+      return { table, fingerprint: table[v.position] };
+    },
+    label: (v) => `d_model = ${v.d_model} · position = ${v.position}`,
+    draw(ctx, W, data, v, c) {
+      const box = { x: 56, y: 26, w: W - 72, h: 200 };
+      heatmap(ctx, box, data.table, -1, 1);
+      const heat = new Axes(ctx, box, { lo: 0, hi: v.d_model }, { lo: c.n_positions, hi: 0 });
+      heat.frame({
+        title: `${c.n_positions} positions × ${v.d_model} dimensions, base ${number_text(c.base)} (red +1, blue −1)`,
+        ylabel: "position",
+        grid: false,
+        yticks: nice_ticks(0, c.n_positions - 1, 4),
+      });
+      ctx.strokeStyle = INK;
+      ctx.lineWidth = 2;
+      const y0 = heat.Y(v.position);
+      ctx.strokeRect(box.x, y0, box.w, heat.Y(v.position + 1) - y0);
+      const fp = new Axes(
+        ctx,
+        { x: 56, y: 262, w: W - 72, h: 90 },
+        { lo: -0.5, hi: v.d_model - 0.5 },
+        { lo: -1.15, hi: 1.15 },
+      );
+      fp.frame({
+        title: `the row of position ${v.position}: its fingerprint`,
+        xlabel: "dimension",
+        yticks: [-1, 0, 1],
+      });
+      fp.curve(range(0, v.d_model), data.fingerprint, { width: 1.3, dots: v.d_model <= 64 });
+    },
+  },
+
+  base: {
+    height: 430,
+    compute(v, c) {
+      const offsets = range(0, c.max_offset + 1);
+      return {
+        table: sinusoidal_table(c.n_positions, c.d_model, v.base),
+        wavelength: sinusoidal_wavelengths(c.d_model, v.base),
+        offsets,
+        similarity: sinusoidal_similarity(offsets, c.d_model, v.base),
+        wavelength_reference: sinusoidal_wavelengths(c.d_model, 10000),
+        similarity_reference: sinusoidal_similarity(offsets, c.d_model, 10000),
+      };
+    },
+    label: (v, data) =>
+      `base = ${number_text(v.base)} · longest wavelength ${number_text(data.wavelength.at(-1))} positions`,
+    draw(ctx, W, data, v, c) {
+      const box = { x: 56, y: 24, w: W - 72, h: 120 };
+      heatmap(ctx, box, data.table, -1, 1);
+      new Axes(ctx, box, { lo: 0, hi: c.d_model }, { lo: c.n_positions, hi: 0 }).frame({
+        title: `the table, ${c.n_positions} positions × ${c.d_model} dimensions`,
+        ylabel: "position",
+        grid: false,
+        yticks: nice_ticks(0, c.n_positions - 1, 3),
+      });
+      const half = (W - 72 - 64) / 2;
+      const pairs = range(0, c.d_model / 2);
+      const wl = new Axes(
+        ctx,
+        { x: 56, y: 188, w: half, h: 170 },
+        { lo: 0, hi: c.d_model / 2 - 1 },
+        { lo: 1, hi: 1e8, log: true },
+      );
+      wl.frame({ title: "wavelength of pair i", xlabel: "pair i", yticks: [1, 1e2, 1e4, 1e6, 1e8] });
+      wl.curve(pairs, data.wavelength_reference, { color: "#999", dash: [5, 4] });
+      wl.curve(pairs, data.wavelength, { color: COLORS[0] });
+      const sim = new Axes(
+        ctx,
+        { x: 56 + half + 64, y: 188, w: half, h: 170 },
+        { lo: 0, hi: c.max_offset },
+        { lo: -0.25, hi: 1.02 },
+      );
+      sim.frame({ title: "similarity s(k)", xlabel: "offset k", yticks: [0, 0.5, 1] });
+      sim.curve(data.offsets, data.similarity_reference, { color: "#999", dash: [5, 4] });
+      sim.curve(data.offsets, data.similarity, { color: COLORS[1] });
+      legend(ctx, 56, 412, [
+        { label: `base ${number_text(v.base)}`, color: COLORS[0] },
+        { label: "base 10000", color: "#999", dash: [5, 4] },
+      ]);
+    },
+  },
+
+  "unit-circle": {
+    height: 330,
+    compute(v, c) {
+      const w = sinusoidal_frequencies(c.d_model, c.base)[v.pair];
+      const at = (p) => [Math.sin(p * w), Math.cos(p * w)];
+      return {
+        omega: w,
+        angle: w * v.offset,
+        starts: c.starts,
+        start_points: c.starts.map((p) => at(p)),
+        end_points: c.starts.map((p) => at(p + v.offset)),
+        matrix: shift_matrix_block(v.offset, c.d_model, c.base, v.pair),
+      };
+    },
+    label: (v, data) =>
+      `pair i = ${v.pair} · offset k = ${v.offset} · turn ω_i k = ${data.angle.toFixed(4)} rad`,
+    draw(ctx, W, data, v, c) {
+      const R = 125;
+      const cx = 40 + R;
+      const cy = 28 + R;
+      // cos on the horizontal axis, sin on the vertical one
+      const P = ([s, co]) => [cx + R * co, cy - R * s];
+      ctx.strokeStyle = "#bbb";
+      ctx.lineWidth = 1;
+      ctx.beginPath();
+      ctx.arc(cx, cy, R, 0, TAU);
+      ctx.stroke();
+      line(ctx, cx - R - 10, cy, cx + R + 10, cy);
+      line(ctx, cx, cy - R - 10, cx, cy + R + 10);
+      ctx.font = SMALL;
+      ctx.fillStyle = MUTED;
+      ctx.textAlign = "left";
+      ctx.fillText(`cos(ω_${v.pair} p)`, cx + R - 40, cy + 14);
+      ctx.fillText(`sin(ω_${v.pair} p)`, cx + 6, cy - R - 2);
+      data.start_points.forEach((s, j) => {
+        const e = data.end_points[j];
+        const color = COLORS[j % COLORS.length];
+        const a0 = Math.atan2(-s[0], s[1]);
+        const turn = Math.min(data.angle, 3 * TAU); // the arc shows at most three turns
+        ctx.strokeStyle = color;
+        ctx.lineWidth = 2;
+        ctx.beginPath();
+        const r = R * (0.8 - 0.09 * j);
+        for (let t = 0; t <= 60; t++) {
+          const a = a0 - (turn * t) / 60;
+          ctx.lineTo(cx + r * Math.cos(a), cy + r * Math.sin(a));
+        }
+        ctx.stroke();
+        const [sx, sy] = P(s);
+        const [ex, ey] = P(e);
+        ctx.fillStyle = color;
+        ctx.beginPath();
+        ctx.arc(sx, sy, 5, 0, TAU);
+        ctx.fill();
+        ctx.lineWidth = 2;
+        ctx.fillStyle = "#fff";
+        ctx.beginPath();
+        ctx.arc(ex, ey, 5, 0, TAU);
+        ctx.fill();
+        ctx.stroke();
+      });
+      const x = 2 * R + 90;
+      ctx.fillStyle = INK;
+      ctx.font = FONT;
+      let y = 40;
+      const say = (text, font = FONT, color = INK) => {
+        ctx.font = font;
+        ctx.fillStyle = color;
+        ctx.fillText(text, x, y);
+        y += 19;
+      };
+      say(`pair i = ${v.pair}: ω_i = ${data.omega.toPrecision(4)}`);
+      say(`offset k = ${v.offset}: every position turns by`);
+      say(`ω_i k = ${data.angle.toFixed(4)} rad`);
+      y += 8;
+      say("the block of M_k, PE(p + k) = M_k PE(p):");
+      const m = data.matrix;
+      const cell = (z) => (z < 0 ? "−" : " ") + Math.abs(z).toFixed(4);
+      say(`[ ${cell(m[0][0])}  ${cell(m[0][1])} ]`, "13px ui-monospace, monospace");
+      say(`[ ${cell(m[1][0])}  ${cell(m[1][1])} ]`, "13px ui-monospace, monospace");
+      y += 8;
+      data.start_points.forEach((_, j) => {
+        say(
+          `● p = ${c.starts[j]}   ○ p + k = ${c.starts[j] + v.offset}`,
+          SMALL,
+          COLORS[j % COLORS.length],
+        );
+      });
+    },
+  },
+
+  "rope-decay": {
+    height: 330,
+    compute(v, c) {
+      const b0 = rope_decay_bound([0], c.head_dim, v.base)[0];
+      return {
+        distances: c.distances,
+        score: rope_score_vs_distance(c.distances, c.head_dim, v.base),
+        bound: rope_decay_bound(c.distances, c.head_dim, v.base).map((x) => x / b0),
+        marker: [v.distance, rope_score_vs_distance([v.distance], c.head_dim, v.base)[0]],
+      };
+    },
+    label: (v, data) => {
+      const s = data.marker[1];
+      return `base = ${number_text(v.base)} · distance = ${v.distance} · score = ${s < 0 ? "−" : "+"}${Math.abs(s).toFixed(4)}`;
+    },
+    draw(ctx, W, data, v, c) {
+      const ax = new Axes(
+        ctx,
+        { x: 56, y: 26, w: W - 76, h: 230 },
+        { lo: 1, hi: c.max_distance, log: true },
+        { lo: -0.3, hi: 1.05 },
+      );
+      ax.frame({
+        title: `RoPE, head_dim ${c.head_dim}, base ${number_text(v.base)}: q = k = all ones`,
+        xlabel: "relative distance (log scale)",
+        ylabel: "score / head_dim",
+        yticks: [0, 0.25, 0.5, 0.75, 1],
+      });
+      ax.curve(data.distances, data.bound, { color: MUTED, dash: [5, 4] });
+      ax.curve(data.distances, data.score, { color: COLORS[0], width: 1.3 });
+      const [m, s] = data.marker;
+      ctx.fillStyle = COLORS[1];
+      ctx.beginPath();
+      ctx.arc(ax.X(m), ax.Y(s), 5, 0, TAU);
+      ctx.fill();
+      legend(ctx, 56, 312, [
+        { label: "score", color: COLORS[0] },
+        { label: "RoFormer's bound (scaled to 1 at 0)", color: MUTED, dash: [5, 4] },
+        { label: `distance ${m}`, color: COLORS[1] },
+      ]);
+    },
+  },
+
+  "rope-scaling": {
+    height: 340,
+    setup(v, c) {
+      const [base, l0, extra] = c.models[v.method];
+      const scaling = { rope_type: v.method, factor: v.factor, ...extra };
+      const seq = v.method === "dynamic" ? Math.round(v.factor * l0) : null;
+      return { base, l0, scaling, seq };
+    },
+    compute(v, c) {
+      const { base, scaling, seq } = this.setup(v, c);
+      const original = rope_frequencies(c.head_dim, base, null, null);
+      const scaled = rope_frequencies(c.head_dim, base, scaling, seq);
+      return {
+        wavelength: original.map((t) => TAU / t),
+        inv_freq_original: original,
+        inv_freq: scaled,
+        ratio: scaled.map((t, i) => t / original[i]),
+      };
+    },
+    counts(v, data) {
+      const close = (a, b) => Math.abs(a - b) <= 1e-9 * Math.abs(b);
+      const kept = data.ratio.filter((r) => close(r, 1)).length;
+      const interp = data.ratio.filter((r) => close(r, 1 / v.factor)).length;
+      return [kept, interp, data.ratio.length - kept - interp];
+    },
+    label(v, data) {
+      const [k, i, b] = this.counts(v, data);
+      return `factor = ${number_text(v.factor)} · method = ${v.method} · kept ${k}, interpolated ${i}, in between ${b}`;
+    },
+    draw(ctx, W, data, v, c) {
+      const { base, l0 } = this.setup(v, c);
+      const s = v.factor;
+      const ax = new Axes(
+        ctx,
+        { x: 60, y: 26, w: W - 80, h: 230 },
+        { lo: 4, hi: 1e7, log: true },
+        { lo: 1 / 40, hi: 1.6, log: true },
+      );
+      const [k, i, b] = this.counts(v, data);
+      ax.frame({
+        title: `${v.method}, s = ${number_text(s)}, base ${number_text(base)}: ${k} pairs kept, ${i} interpolated, ${b} in between`,
+        xlabel: "original wavelength 2π/θ_i (positions)",
+        ylabel: "scaled θ_i / original θ_i",
+        yticks: [1 / 32, 1 / 8, 1 / 2, 1],
+      });
+      ctx.save();
+      ctx.font = SMALL;
+      ctx.setLineDash([3, 3]);
+      const marks = [
+        [`L0 = ${l0}`, l0],
+        [`s·L0 = ${number_text(s * l0)}`, s * l0],
+      ];
+      if (v.method === "yarn") marks.unshift(["L0/β_fast", l0 / 32]);
+      if (v.method === "llama3") marks.unshift(["L0/4", l0 / 4]);
+      marks.forEach(([text, x], j) => {
+        ctx.strokeStyle = "#999";
+        const px = ax.X(x);
+        line(ctx, px, ax.box.y, px, ax.box.y + ax.box.h);
+        ctx.fillStyle = MUTED;
+        ctx.textAlign = "left";
+        ctx.fillText(text, px + 3, ax.box.y + 12 + 13 * j);
+      });
+      ctx.restore();
+      ax.curve([4, 1e7], [1, 1], { color: "#bbb", dash: [2, 3], width: 1 });
+      ax.curve([4, 1e7], [1 / s, 1 / s], { color: "#bbb", dash: [2, 3], width: 1 });
+      ax.curve(data.wavelength, data.ratio, { color: COLORS[0], dots: true });
+      legend(ctx, 60, 322, [
+        { label: "one dot per pair", color: COLORS[0] },
+        { label: `ratio 1 (kept) and 1/s = ${number_text(1 / s)} (interpolated)`, color: "#bbb", dash: [2, 3] },
+      ]);
+    },
+  },
+
+  "patch-scores": {
+    height: 340,
+    compute(v, c) {
+      const n = c.grid;
+      const axial = axial_score_grid(n, v.row, v.col, c.head_dim, c.base, c.q, c.q);
+      const raster = raster_score_grid(n, v.row, v.col, c.head_dim, c.base, c.q, c.q);
+      const at = (g, r, cc) => (r < n && cc < n ? g[r][cc] : null); // null: off the grid
+      return {
+        axial,
+        raster,
+        below: [at(axial, v.row + 1, v.col), at(raster, v.row + 1, v.col)],
+        right: [at(axial, v.row, v.col + 1), at(raster, v.row, v.col + 1)],
+      };
+    },
+    label(v, data) {
+      const f = (x) => (x === null ? "none (edge)" : x.toFixed(2));
+      const [ab, rb] = data.below;
+      const [ar, rr] = data.right;
+      const below = ab === null ? "none (last row)" : `axial ${f(ab)}, raster ${f(rb)}`;
+      const right = ar === null ? "none (last column)" : `axial ${f(ar)}, raster ${f(rr)}`;
+      return `row = ${v.row} · col = ${v.col} · patch below: ${below} · patch to the right: ${right}`;
+    },
+    draw(ctx, W, data, v, c) {
+      const size = Math.min(250, (W - 60) / 2 - 10);
+      const narrow = W < 500;
+      const titles = narrow ? ["axial 2-D", "1-D, raster order"] : ["axial 2-D RoPE", "1-D RoPE on the raster order"];
+      [data.axial, data.raster].forEach((g, j) => {
+        const box = { x: 24 + j * (size + 40), y: 44, w: size, h: size };
+        heatmap(ctx, box, g, c.vlim[0], c.vlim[1]);
+        ctx.strokeStyle = "#999";
+        ctx.strokeRect(box.x + 0.5, box.y + 0.5, size, size);
+        const cell = size / c.grid;
+        ctx.strokeStyle = INK;
+        ctx.lineWidth = 2.5;
+        ctx.strokeRect(box.x + v.col * cell + 1, box.y + v.row * cell + 1, cell - 2, cell - 2);
+        ctx.fillStyle = INK;
+        ctx.font = FONT;
+        ctx.textAlign = "left";
+        ctx.fillText(titles[j], box.x, box.y - 8);
+      });
+      ctx.font = SMALL;
+      ctx.fillStyle = MUTED;
+      const note = `query patch (outlined) at row ${v.row}, column ${v.col}`;
+      ctx.fillText(note, 24, 44 + size + 22);
+      ctx.fillText("red: high score, blue: low", 24, 44 + size + 38);
+    },
+  },
+
+  "position-loss": {
+    height: 360,
+    keyOf(v, c) {
+      // the curve shown for the controls' values (posenc_core.book.widgets.measured._resolve)
+      const want = c.controls.map((p) => v[p.name]);
+      const match = (w) =>
+        c.curves.findIndex((cv) => cv.key.every((a, i) => a === null || a === w[i]));
+      let found = match(want);
+      for (let i = want.length - 1; i >= 1 && found < 0; i--) {
+        want[i] = c.start[i];
+        found = match(want);
+      }
+      return found < 0 ? c.default : found;
+    },
+    compute(v, c, state) {
+      const shown = c.curves[this.keyOf(v, c)];
+      const data = {
+        shown: shown.key,
+        x: shown.x,
+        mean: shown.mean,
+        low: shown.low,
+        high: shown.high,
+        in_range: shown.in_range,
+        beyond: shown.beyond,
+      };
+      data.compared = state.pinned.map((i) => c.curves[i].key);
+      return data;
+    },
+    describe(key, c) {
+      return c.controls
+        .map((p, i) => (key[i] === null ? null : `${p.label} = ${optionLabel(p, key[i])}`))
+        .filter((x) => x)
+        .join(" · ");
+    },
+    label(v, data, c) {
+      const mean = (a) => a.reduce((s, x) => s + x, 0) / a.length;
+      const shown = c.curves.find((cv) => cv.key === data.shown);
+      let text = `${this.describe(data.shown, c)} · mean over [${c.train_len / 2 | 0}, ${c.train_len}): ${mean(data.in_range).toFixed(3)} · over [${c.train_len}, ${c.positions}): ${mean(data.beyond).toFixed(3)}`;
+      if (shown.reference !== null) {
+        const r = c.references[shown.reference];
+        const d1 = mean(data.in_range) - r.in_range_mean;
+        const d2 = mean(data.beyond) - r.beyond_mean;
+        const sg = (x) => (Math.round(x * 1000) / 1000 + 0 < 0 ? "−" : "+") + Math.abs(x).toFixed(3);
+        text += ` · ${r.label}: ${r.in_range_mean.toFixed(3)} and ${r.beyond_mean.toFixed(3)} (difference ${sg(d1)} and ${sg(d2)})`;
+      }
+      const want = c.controls.map((p) => v[p.name]);
+      if (!c.curves.some((cv) => cv.key.every((a, i) => a === null || a === want[i]))) {
+        text += ` · no curve for this combination; shown: ${this.describe(data.shown, c)}`;
+      }
+      const idle = c.controls.filter((_, i) => data.shown[i] === null).map((p) => p.label);
+      if (idle.length) text += ` · ${idle.join(", ")}: not applicable`;
+      return text;
+    },
+    draw(ctx, W, data, v, c, state) {
+      const L = c.train_len;
+      const ax = new Axes(
+        ctx,
+        { x: 60, y: 26, w: W - 80, h: 250 },
+        { lo: 0, hi: c.positions },
+        { lo: c.ylim[0], hi: c.ylim[1] },
+      );
+      ctx.fillStyle = "#f1f1f1";
+      ctx.fillRect(ax.X(0), ax.box.y, ax.X(L) - ax.X(0), ax.box.h);
+      const xt = [];
+      const most = Math.max(2, Math.min(8, Math.floor(ax.box.w / 45))); // ticks the width holds
+      for (let t = 0; t <= c.positions; t += L * Math.max(1, Math.ceil(c.positions / L / most))) {
+        xt.push(t);
+      }
+      ax.frame({ title: this.describe(data.shown, c), xlabel: "position", ylabel: c.ylabel, xticks: xt });
+      const items = [];
+      const shown = c.curves.find((cv) => cv.key === data.shown);
+      const ref = shown.reference === null ? null : c.references[shown.reference];
+      if (ref) {
+        ax.band(ref.x, ref.low, ref.high, "#000");
+        ax.curve(ref.x, ref.mean, { color: "#000", dash: [5, 4], width: 1.4 });
+        items.push({ label: ref.label, color: "#000", dash: [5, 4], band: true });
+      }
+      state.pinned.forEach((i, j) => {
+        const cv = c.curves[i];
+        if (cv === shown) return;
+        const color = COLORS[(j + 1) % COLORS.length];
+        ax.band(cv.x, cv.low, cv.high, color);
+        ax.curve(cv.x, cv.mean, { color, width: 1.4 });
+        items.push({ label: this.describe(cv.key, c), color, band: true });
+      });
+      ax.band(data.x, data.low, data.high, COLORS[0]);
+      ax.curve(data.x, data.mean, { color: COLORS[0], width: 1.8 });
+      const seeds = c.n_seeds ? `mean over ${c.n_seeds} seeds, band min to max` : "mean over seeds, band min to max";
+      items.unshift({ label: `shown (${seeds})`, color: COLORS[0], band: true });
+      legend(ctx, 60, 322, items);
+    },
+  },
+};
+
+function optionLabel(p, value) {
+  return p.options.find((o) => o.value === value)?.label ?? String(value);
+}
+
+// --------------------------------------------------------------------------- render
+
+function render({ model, el }) {
+  const spec = model.get("spec");
+  const kind = EXPLORERS[spec.kind];
+  const c = spec.consts;
+  if (spec.kind === "position-loss") {
+    // keys refer to curves by index from here on (the label finds them by identity)
+    c.curves.forEach((cv) => Object.freeze(cv.key));
+  }
+  const state = { values: { ...model.get("values") }, pinned: [] };
+  const root = element("div", {
+    class: `posenc-explorer posenc-explorer-${spec.name}`,
+    role: "group",
+    "aria-label": spec.title,
+  });
+  const controls = element("div", { class: "posenc-controls" });
+  const status = element("div", { class: "posenc-frame-label", "aria-live": "polite" });
+  const canvas = element("canvas", { class: "posenc-canvas", role: "img" });
+  const controlOf = {};
+  for (const p of spec.params) {
+    const ctl = new Control(p, state.values[p.name], (name, value) => {
+      state.values = { ...state.values, [name]: value };
+      update(true);
+    });
+    controlOf[p.name] = ctl;
+    controls.append(ctl.node);
+  }
+  let compare = null;
+  if (spec.kind === "position-loss" && c.curves.length > 1) {
+    const pin = element("button", { type: "button", class: "posenc-button" }, "compare: keep this curve");
+    const clear = element("button", { type: "button", class: "posenc-button" }, "clear");
+    pin.addEventListener("click", () => {
+      const i = c.curves.findIndex((cv) => cv.key === root.posenc.data.shown);
+      if (!state.pinned.includes(i)) state.pinned.push(i);
+      update(false);
+    });
+    clear.addEventListener("click", () => {
+      state.pinned = [];
+      update(false);
+    });
+    compare = element("div", { class: "posenc-control posenc-compare" }, pin, clear);
+    controls.append(compare);
+  }
+  root.append(controls, status, canvas);
+  el.append(root);
+
+  let width = 0;
+  let draws = 0;
+  function paint(data) {
+    const W = Math.round(Math.min(672, Math.max(320, root.clientWidth || 672)));
+    width = W;
+    const H = kind.height + (W < 500 ? 30 : 0); // a narrow column: room for a second legend row
+    const dpr = Math.max(1, Math.min(3, window.devicePixelRatio || 1));
+    if (canvas.width !== Math.round(W * dpr)) canvas.width = Math.round(W * dpr);
+    if (canvas.height !== Math.round(H * dpr)) canvas.height = Math.round(H * dpr);
+    canvas.style.width = `${W}px`; // the height follows the canvas's own aspect ratio
+    const ctx = canvas.getContext("2d");
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    ctx.fillStyle = "#fff";
+    ctx.fillRect(0, 0, W, H);
+    kind.draw(ctx, W, data, state.values, c, state);
+    draws += 1;
+  }
+
+  function update(sync) {
+    const t0 = performance.now();
+    const v = state.values;
+    const data = kind.compute(v, c, state);
+    const text = kind.label(v, data, c);
+    status.textContent = text;
+    canvas.setAttribute("aria-label", `${spec.title}: ${text}`);
+    paint(data);
+    if (spec.kind === "position-loss") {
+      const shown = data.shown;
+      c.controls.forEach((p, i) => {
+        controlOf[p.name].enable(shown[i] !== null, `${p.label} does not apply to this curve`);
+      });
+    }
+    root.posenc = { spec, values: { ...v }, data, draws, ms: performance.now() - t0 };
+    root.dataset.values = JSON.stringify(v);
+    if (sync) {
+      model.set("values", { ...v });
+      model.save_changes();
+    }
+  }
+
+  model.on("change:values", () => {
+    const v = model.get("values");
+    if (JSON.stringify(v) === JSON.stringify(state.values)) return;
+    state.values = { ...v };
+    for (const p of spec.params) controlOf[p.name].show(v[p.name]);
+    update(false);
+  });
+  update(false);
+  if (typeof ResizeObserver !== "undefined") {
+    const ro = new ResizeObserver(() => {
+      const W = Math.round(Math.min(672, Math.max(320, root.clientWidth || 672)));
+      if (W !== width) paint(root.posenc.data);
+    });
+    ro.observe(root);
+    return () => ro.disconnect();
+  }
+  return undefined;
+}
+
+export default { render };

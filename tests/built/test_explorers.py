@@ -1,0 +1,308 @@
+"""The explorers of the built book, computed in the browser and checked against posenc_core.
+
+Every page that shows an explorer is opened in Debian's chromium (offline: every request that
+leaves the machine is blocked and recorded) at 1280 px. Each control of each explorer is driven
+to at least five values, by typing, by keyboard on the slider and by pointer on the buttons,
+most of them values no prerendered grid held (base 31000, position 37, factor 5.5); after each,
+the numbers the explorer drew (its root element's ``posenc.data``) are compared with the same
+quantities computed in Python: with posenc_core through the explorer's own ``compute`` for the
+closed forms (to 1e-9 of the largest magnitude of each array: JavaScript's Math.sin and
+glibc's differ in the last bits, and a relative test would fail where a curve crosses zero),
+and exactly for the measured curves, which the page carries as numbers. The canvas must change
+with every new value, the readout must follow, typed nonsense must be refused with a message,
+and nothing may be requested from another host or logged as an error.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import pathlib
+import re
+
+import numpy as np
+import pytest
+from browser_support import block_external, require_book_and_chromium
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+HTML = ROOT / "_build" / "html"
+require_book_and_chromium(HTML)
+
+from posenc_core.book import widgets  # noqa: E402
+
+FACTORIES = {
+    "sinusoidal": widgets.sinusoidal_explorer,
+    "base": widgets.base_explorer,
+    "unit-circle": widgets.unit_circle_explorer,
+    "rope-decay": widgets.rope_decay_explorer,
+    "rope-scaling": widgets.rope_scaling_explorer,
+    "patch-scores": widgets.patch_score_explorer,
+}
+CLOSED_FORM_TOL = 1e-9
+# where in a number control's range the test goes (fractions of the range, on the slider's own
+# scale): the ends, and points that no grid of the old prerendered explorers held
+FRACTIONS = (0.0, 1.0, 0.37, 0.613, 0.0917)
+
+
+def explorer_pages() -> list[str]:
+    pages = []
+    for page in sorted((HTML / "chapters").glob("*.html")):
+        if '"anywidget"' in page.read_text(encoding="utf-8"):
+            pages.append(page.stem)
+    return pages
+
+
+PAGES = explorer_pages()
+
+STATE = """root => ({
+  spec: root.posenc.spec,
+  values: root.posenc.values,
+  data: JSON.parse(JSON.stringify(root.posenc.data, (k, v) =>
+    ArrayBuffer.isView(v) ? Array.from(v) : v)),
+  label: root.querySelector('.posenc-frame-label').textContent,
+  canvas: root.querySelector('canvas').toDataURL(),
+  size: [root.querySelector('canvas').clientWidth, root.querySelector('canvas').clientHeight],
+})"""
+
+
+def state(root) -> dict:
+    s = root.evaluate(STATE)
+    s["canvas"] = hashlib.sha256(s.pop("canvas").encode()).hexdigest()
+    return s
+
+
+def close(js, py, where: str) -> None:
+    if isinstance(py, dict):
+        raise AssertionError(f"{where}: unexpected dict")
+    if py is None or (isinstance(py, list) and py and py[0] is None):
+        assert js == py, f"{where}: {js} != {py}"
+        return
+    a, b = np.asarray(js, dtype=float), np.asarray(py, dtype=float)
+    assert a.shape == b.shape, f"{where}: shape {a.shape} != {b.shape}"
+    scale = float(np.abs(b).max()) if b.size else 1.0
+    err = float(np.abs(a - b).max()) if b.size else 0.0
+    assert err <= CLOSED_FORM_TOL * max(scale, 1e-300), f"{where}: error {err:.3g}, scale {scale}"
+
+
+def check_closed_form(s: dict, reference) -> None:
+    kind = s["spec"]["kind"]
+    expected = reference.compute(s["values"])
+    assert set(s["data"]) == set(expected), (kind, set(s["data"]) ^ set(expected))
+    for key, want in expected.items():
+        close(s["data"][key], np.asarray(want).tolist() if hasattr(want, "shape") else want,
+              f"{kind} {s['values']} data[{key!r}]")  # fmt: skip
+
+
+def check_measured(s: dict) -> None:
+    consts = s["spec"]["consts"]
+    controls = [p["name"] for p in consts["controls"]]
+    keys = [tuple(c["key"]) for c in consts["curves"]]
+    wanted = tuple(s["values"][n] for n in controls)
+    key = widgets.resolve_curve(keys, tuple(consts["start"]), wanted, keys[consts["default"]])
+    (entry,) = [c for c in consts["curves"] if tuple(c["key"]) == key]
+    assert tuple(s["data"]["shown"]) == key
+    for name in ("x", "mean", "low", "high", "in_range", "beyond"):
+        assert s["data"][name] == entry[name], name  # exactly: the page's own numbers
+
+
+def check(s: dict, reference) -> None:
+    if reference is None:
+        check_measured(s)
+    else:
+        check_closed_form(s, reference)
+
+
+def number_values(p: dict) -> list:
+    lo, hi = p["min"], p["max"]
+    out = []
+    for f in FRACTIONS:
+        if p["log"]:
+            v = 10 ** (np.log10(lo) + f * (np.log10(hi) - np.log10(lo)))
+        else:
+            v = lo + f * (hi - lo)
+        if p["kind"] == "int":
+            v = lo + round((v - lo) / p["step"]) * p["step"]
+            out.append(int(min(max(v, lo), hi)))
+        else:
+            out.append(float(f"{v:.6g}"))  # as a reader would type it
+    return list(dict.fromkeys(out))
+
+
+def type_value(control, text: str) -> None:
+    field = control.locator("input.posenc-value")
+    field.fill(text)
+    field.press("Enter")
+
+
+@pytest.fixture
+def page(browser, server):
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    external = block_external(context, server)
+    errors: list[str] = []
+    p = context.new_page()
+    p.on("console", lambda m: m.type == "error" and errors.append(m.text))
+    p.on("pageerror", lambda e: errors.append(str(e)))
+    yield p, external, errors
+    context.close()
+
+
+@pytest.mark.parametrize("chapter", PAGES)
+def test_every_control_recomputes_what_posenc_core_computes(page, server, chapter):
+    p, external, errors = page
+    p.goto(f"{server}/chapters/{chapter}.html", wait_until="networkidle")
+    html = (HTML / "chapters" / f"{chapter}.html").read_text(encoding="utf-8")
+    n_expected = html.count('"_view_module": "anywidget"')
+    p.wait_for_function(
+        f"document.querySelectorAll('.posenc-explorer').length >= {n_expected}", timeout=30000
+    )
+    roots = p.locator(".posenc-explorer")
+    assert roots.count() == n_expected >= 1
+    for e in range(roots.count()):
+        root = roots.nth(e)
+        root.scroll_into_view_if_needed()
+        s = state(root)
+        sizes = {tuple(s["size"])}
+        kind = s["spec"]["kind"]
+        reference = None
+        if kind != "position-loss":
+            reference = FACTORIES[kind](**s["spec"]["consts"]["args"])
+            check_closed_form(s, reference)
+        else:
+            check_measured(s)
+        for p_spec in s["spec"]["params"]:
+            control = root.locator(f'.posenc-control[data-param="{p_spec["name"]}"]')
+            tried = 0
+            if p_spec["kind"] == "choice":
+                buttons = control.locator("button")
+                if buttons.first.is_disabled():
+                    continue  # greyed out: it does not apply to the curve shown (checked below)
+                for b in range(buttons.count()):
+                    before = state(root)
+                    buttons.nth(b).click()
+                    after = state(root)
+                    value = p_spec["options"][b]["value"]
+                    assert after["values"][p_spec["name"]] == value
+                    assert buttons.nth(b).get_attribute("aria-pressed") == "true"
+                    pressed = control.locator('button[aria-pressed="true"]').count()
+                    assert (
+                        pressed == 1 and control.locator("button:not([aria-pressed])").count() == 0
+                    )
+                    if before["values"] != after["values"] and before["data"] != after["data"]:
+                        assert after["canvas"] != before["canvas"], (kind, p_spec["name"], value)
+                    check(after, reference)
+                    tried += 1
+                assert tried >= 2
+                continue
+            for value in number_values(p_spec):
+                before = state(root)
+                type_value(control, str(value))
+                after = state(root)
+                assert after["values"][p_spec["name"]] == pytest.approx(value, rel=1e-15)
+                shown = control.locator("input.posenc-value").input_value()
+                assert shown in after["label"], (shown, after["label"])
+                valuetext = control.locator("input.posenc-slider").get_attribute("aria-valuetext")
+                assert valuetext == f"{p_spec['label']} {shown}"
+                if before["values"] != after["values"]:
+                    assert after["canvas"] != before["canvas"], (kind, p_spec["name"], value)
+                check_closed_form(after, reference)
+                assert "nan" not in after["label"].lower().split()
+                tried += 1
+            assert tried >= 5, (kind, p_spec["name"])
+            # the keyboard: Home goes to the start, an arrow moves on (at least one integer)
+            slider = control.locator("input.posenc-slider")
+            slider.focus()
+            p.keyboard.press("Home")
+            home = state(root)
+            assert home["values"][p_spec["name"]] == p_spec["min"]
+            p.keyboard.press("ArrowRight")
+            after = state(root)
+            assert after["values"][p_spec["name"]] > p_spec["min"], (kind, p_spec["name"])
+            assert after["canvas"] != home["canvas"]
+            check_closed_form(after, reference)
+            # typed nonsense is refused, with a message, and changes nothing
+            for bad in ("abc", str(p_spec["max"] * 10 + 1)):
+                before = state(root)
+                type_value(control, bad)
+                after = state(root)
+                assert after["values"] == before["values"] and after["canvas"] == before["canvas"]
+                hint = control.locator(".posenc-hint").inner_text()
+                assert hint and ("not a number" in hint or "out of range" in hint), hint
+                field = control.locator("input.posenc-value")
+                assert field.get_attribute("aria-invalid") == "true"
+        if kind == "position-loss":
+            check_compare_and_greyed_out(root)
+        sizes.add(tuple(state(root)["size"]))
+        assert len(sizes) == 1, f"{kind}: the canvas changed size: {sizes}"
+    assert external == [], f"requests that left the machine: {external[:5]}"
+    assert errors == [], errors[:5]
+
+
+def check_compare_and_greyed_out(root) -> None:
+    consts = state(root)["spec"]["consts"]
+    names = [p["name"] for p in consts["controls"]]
+    options = [[o["value"] for o in p["options"]] for p in consts["controls"]]
+
+    def buttons(i):
+        return root.locator(f'.posenc-control[data-param="{names[i]}"] button')
+
+    # a curve whose key says a control does not apply greys that control out, and only that
+    wildcard = [c["key"] for c in consts["curves"] if None in c["key"]]
+    if wildcard:
+        key = wildcard[0]
+        buttons(0).nth(options[0].index(key[0])).click()
+        assert state(root)["data"]["shown"] == key
+        for i in range(len(names)):
+            assert buttons(i).first.is_disabled() == (key[i] is None), (names[i], key)
+            assert buttons(i).first.is_disabled() == (
+                "posenc-disabled" in (root.locator(".posenc-control").nth(i).get_attribute("class"))
+            )
+    if len(consts["curves"]) < 2:
+        return
+    compare = root.locator(".posenc-compare button")
+    compare.nth(0).click()  # keep the curve shown
+    kept = state(root)["data"]["compared"]
+    assert len(kept) == 1
+    for b in range(buttons(0).count()):
+        if buttons(0).nth(b).get_attribute("aria-pressed") != "true":
+            before = state(root)
+            buttons(0).nth(b).click()
+            after = state(root)
+            if after["data"]["shown"] != before["data"]["shown"]:
+                assert after["data"]["compared"] == kept and after["canvas"] != before["canvas"]
+                break
+    compare.nth(1).click()
+    assert state(root)["data"]["compared"] == []
+
+
+def test_the_explorer_pages_are_the_chapters_that_call_an_explorer():
+    calls = set()
+    for nb in (ROOT / "chapters").glob("*.ipynb"):
+        source = json.loads(nb.read_text(encoding="utf-8"))
+        code = "".join("".join(c["source"]) for c in source["cells"] if c["cell_type"] == "code")
+        if re.search(r"widgets\.\w+_explorer\(", code):
+            calls.add(nb.stem)
+    assert set(PAGES) == calls
+
+
+@pytest.mark.parametrize("chapter", PAGES)
+def test_without_javascript_each_explorer_is_a_figure_with_a_caption(browser, server, chapter):
+    context = browser.new_context(
+        viewport={"width": 1280, "height": 900}, java_script_enabled=False
+    )
+    try:
+        external = block_external(context, server)
+        p = context.new_page()
+        p.goto(f"{server}/chapters/{chapter}.html", wait_until="load")
+        html = (HTML / "chapters" / f"{chapter}.html").read_text(encoding="utf-8")
+        n = html.count('"_view_module": "anywidget"')
+        figures = p.locator("figure.posenc-noscript-figure")
+        assert figures.count() == n
+        for i in range(n):
+            fig = figures.nth(i)
+            img = fig.locator("img.posenc-noscript")
+            assert img.is_visible() and img.evaluate("i => i.naturalWidth") > 300
+            assert len(img.get_attribute("alt")) > 40
+            assert "default values" in fig.locator("figcaption").inner_text()
+        assert external == []
+    finally:
+        context.close()

@@ -38,7 +38,13 @@ import threading
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "built"))
-from browser_support import CHROMIUM, LAUNCH_ARGS, block_external  # noqa: E402
+from browser_support import (  # noqa: E402
+    CHROMIUM,
+    LAUNCH_ARGS,
+    MATHJAX_DONE,
+    block_external,
+    wait_for_explorers,
+)
 
 FRAME_MS = 1000 / 60
 STATE = re.compile(
@@ -131,7 +137,10 @@ def main(argv: list[str]) -> int:
         page = context.new_page()
         for name in pages:
             page.goto(f"{url}/chapters/{name}.html", wait_until="networkidle")
-            page.wait_for_function("document.querySelectorAll('.posenc-explorer').length > 0")
+            # time a reader's updates, not the page's start-up: explorers drawn, math typeset
+            wait_for_explorers(page, args.html / "chapters" / f"{name}.html")
+            page.evaluate(MATHJAX_DONE)
+            page.evaluate("() => new Promise(r => requestAnimationFrame(() => r()))")
             specs = page.evaluate(
                 "() => [...document.querySelectorAll('.posenc-explorer')].map(r => r.posenc.spec)"
             )

@@ -6,7 +6,8 @@
 - ``geometry``: the unit circle;
 - ``several_axes``: RoPE over several axes;
 - ``overview``: the intro's overview;
-- :mod:`~posenc_core.book.figures.explorer_frames`: the frames of the explorers.
+- :mod:`~posenc_core.book.figures.explorer_frames`: the explorers' figures drawn with
+  matplotlib (the picture a page shows without JavaScript).
 
 Every figure function returns a :class:`matplotlib.figure.Figure` and is importable from this
 package (``from posenc_core.book import figures``; ``figures.unit_circle_figure(...)``), as

@@ -1,11 +1,13 @@
-"""Figures for the explorers (:mod:`posenc_core.book.widgets`), drawn so that a live control
-stays responsive.
+"""The explorers' figures drawn with matplotlib: what a page shows where JavaScript does not
+run, and ``Explorer.figure()`` in a notebook.
 
-Each function draws a new figure or, given the figure it returned before (``fig=``), updates
-that figure's artists in place; the layout is computed once, when the figure is created.
-:func:`figure_png` then redraws only the artists that change on top of a cached picture of the
-rest (axes, ticks, labels, colour bars) while the axes limits stay the same. The chapters' own
-figures are in :mod:`posenc_core.book.figures`, whose palette and helpers these share.
+The explorers themselves draw in the browser (``posenc_core/book/widgets/explorer.js``); these
+functions draw the same quantities for one set of values. Each draws a new figure or, given
+the figure it returned before (``fig=``), updates that figure's artists in place; the layout is
+computed once, when the figure is created. :func:`figure_png` then redraws only the artists that
+change on top of a cached picture of the rest (axes, ticks, labels, colour bars) while the axes
+limits stay the same. The chapters' own figures are in :mod:`posenc_core.book.figures`, whose
+palette and helpers these share.
 
 This module imports matplotlib; the numerical core never imports it.
 """
@@ -42,8 +44,8 @@ __all__ = [
 ]
 
 EXPLORER_MIN_PT = 9.0
-"""Smallest text of the explorers' figures. Their frames are shown at 72 px per inch, one
-CSS px per point (the pages' 3 MB budget of stored frames leaves no room for 2x frames)."""
+"""Smallest text of the explorers' matplotlib figures, in points. The figure a page shows
+without JavaScript is drawn at 72 px per inch, one CSS px per point."""
 
 
 def figure_png(fig: Figure, *, dpi: float = 72.0, colors: int | None = None) -> bytes:
@@ -57,7 +59,7 @@ def figure_png(fig: Figure, *, dpi: float = 72.0, colors: int | None = None) -> 
         dpi: resolution in dots per inch, in (0, 600].
         colors: None for a full-colour PNG (fast to encode, for live updates), or an integer
             in 2..256 for a palette PNG with at most that many colours, several times smaller
-            (for frames stored in a page).
+            (for the figure stored in a page).
 
     Returns:
         the PNG file as bytes.

@@ -377,19 +377,32 @@ function diverging(t) {
   return DIVERGING[i].map((a, j) => Math.round(a + (DIVERGING[i + 1][j] - a) * f));
 }
 
+// diverging() at LUT_SIZE evenly spaced t, as r, g, b bytes: a heatmap of 100 x 512 cells
+// looks its colours up instead of interpolating each one
+const LUT_SIZE = 1024;
+const DIVERGING_LUT = (() => {
+  const lut = new Uint8ClampedArray(3 * LUT_SIZE);
+  for (let k = 0; k < LUT_SIZE; k++) lut.set(diverging(k / (LUT_SIZE - 1)), 3 * k);
+  return lut;
+})();
+
 // rows[r][c] as coloured cells filling box, values vmin..vmax
 function heatmap(ctx, box, rows, vmin, vmax) {
   const nr = rows.length;
   const nc = rows[0].length;
   const img = new ImageData(nc, nr);
+  const px = img.data;
+  const scale = (LUT_SIZE - 1) / (vmax - vmin);
   for (let r = 0; r < nr; r++) {
+    const row = rows[r];
     for (let c = 0; c < nc; c++) {
-      const [R, G, B] = diverging((rows[r][c] - vmin) / (vmax - vmin));
+      const t = Math.round((row[c] - vmin) * scale);
+      const k = 3 * (t < 0 ? 0 : t >= LUT_SIZE ? LUT_SIZE - 1 : t);
       const o = 4 * (r * nc + c);
-      img.data[o] = R;
-      img.data[o + 1] = G;
-      img.data[o + 2] = B;
-      img.data[o + 3] = 255;
+      px[o] = DIVERGING_LUT[k];
+      px[o + 1] = DIVERGING_LUT[k + 1];
+      px[o + 2] = DIVERGING_LUT[k + 2];
+      px[o + 3] = 255;
     }
   }
   const off = new OffscreenCanvas(nc, nr);
@@ -592,6 +605,13 @@ class Control {
 
 const range = (a, b) => Array.from({ length: b - a }, (_, i) => a + i);
 
+// curves that depend on an explorer's constants alone, computed once per widget
+const REFERENCES = new WeakMap();
+function reference_curves(c, make) {
+  if (!REFERENCES.has(c)) REFERENCES.set(c, make());
+  return REFERENCES.get(c);
+}
+
 const EXPLORERS = {
   sinusoidal: {
     height: 390,
@@ -638,8 +658,10 @@ const EXPLORERS = {
         wavelength: sinusoidal_wavelengths(c.d_model, v.base),
         offsets,
         similarity: sinusoidal_similarity(offsets, c.d_model, v.base),
-        wavelength_reference: sinusoidal_wavelengths(c.d_model, 10000),
-        similarity_reference: sinusoidal_similarity(offsets, c.d_model, 10000),
+        ...reference_curves(c, () => ({
+          wavelength_reference: sinusoidal_wavelengths(c.d_model, 10000),
+          similarity_reference: sinusoidal_similarity(offsets, c.d_model, 10000),
+        })),
       };
     },
     label: (v, data) =>
@@ -1080,16 +1102,21 @@ function render({ model, el }) {
   root.append(controls, status, canvas);
   el.append(root);
 
+  // The column's width, read when the explorer is first drawn and then kept by the
+  // ResizeObserver below: an update never reads layout, so it never waits for the page's.
+  const fit = (w) => Math.round(Math.min(672, Math.max(320, w || 672)));
+  let column = null;
   let width = 0;
   let draws = 0;
   function paint(data) {
-    const W = Math.round(Math.min(672, Math.max(320, root.clientWidth || 672)));
+    if (column === null) column = fit(root.clientWidth);
+    const W = column;
     width = W;
     const H = kind.height + (W < 500 ? 30 : 0); // a narrow column: room for a second legend row
     const dpr = Math.max(1, Math.min(3, window.devicePixelRatio || 1));
     if (canvas.width !== Math.round(W * dpr)) canvas.width = Math.round(W * dpr);
     if (canvas.height !== Math.round(H * dpr)) canvas.height = Math.round(H * dpr);
-    canvas.style.width = `${W}px`; // the height follows the canvas's own aspect ratio
+    if (canvas.style.width !== `${W}px`) canvas.style.width = `${W}px`; // height: aspect ratio
     const ctx = canvas.getContext("2d");
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
     ctx.fillStyle = "#fff";
@@ -1129,9 +1156,9 @@ function render({ model, el }) {
   });
   update(false);
   if (typeof ResizeObserver !== "undefined") {
-    const ro = new ResizeObserver(() => {
-      const W = Math.round(Math.min(672, Math.max(320, root.clientWidth || 672)));
-      if (W !== width) paint(root.posenc.data);
+    const ro = new ResizeObserver((entries) => {
+      column = fit(entries.at(-1).contentRect.width);
+      if (column !== width) paint(root.posenc.data);
     });
     ro.observe(root);
     return () => ro.disconnect();

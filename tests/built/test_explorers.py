@@ -306,3 +306,51 @@ def test_without_javascript_each_explorer_is_a_figure_with_a_caption(browser, se
         assert external == []
     finally:
         context.close()
+
+
+# Records every text the explorers' canvases draw that was cut short with an ellipsis.
+RECORD_CUT_TEXT = """(() => {
+  window.__cut = [];
+  const draw = CanvasRenderingContext2D.prototype.fillText;
+  CanvasRenderingContext2D.prototype.fillText = function (text, ...rest) {
+    if (String(text).includes('\\u2026')) window.__cut.push(String(text));
+    return draw.call(this, text, ...rest);
+  };
+})();"""
+# Moves every control of every explorer over its range (five slider stops, every button).
+SWEEP = """() => {
+  for (const root of document.querySelectorAll('.posenc-explorer')) {
+    for (const control of root.querySelectorAll('.posenc-control')) {
+      const s = control.querySelector('input.posenc-slider');
+      if (s) {
+        for (const q of [0, 0.25, 0.5, 0.75, 1]) {
+          s.value = String(+s.min + q * (s.max - s.min));
+          s.dispatchEvent(new Event('input', {bubbles: true}));
+        }
+      } else {
+        for (const b of control.querySelectorAll('button')) b.click();
+      }
+    }
+  }
+  return window.__cut;
+}"""
+
+
+@pytest.mark.parametrize("width", [390, 1280])
+@pytest.mark.parametrize("chapter", PAGES)
+def test_no_title_or_note_on_a_canvas_is_cut_short(browser, server, chapter, width):
+    """A title too long for a phone's column wraps onto a second line instead of ending in
+    an ellipsis (the old explorers cut the decay explorer's score note to a lone "+")."""
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    try:
+        block_external(context, server)
+        p = context.new_page()
+        p.add_init_script(script=RECORD_CUT_TEXT)
+        p.goto(f"{server}/chapters/{chapter}.html", wait_until="networkidle")
+        html = (HTML / "chapters" / f"{chapter}.html").read_text(encoding="utf-8")
+        n = html.count('"_view_module": "anywidget"')
+        p.wait_for_function(f"document.querySelectorAll('.posenc-explorer canvas').length >= {n}")
+        cut = p.evaluate(SWEEP)
+        assert cut == [], f"{chapter} at {width} px: {sorted(set(cut))[:5]}"
+    finally:
+        context.close()

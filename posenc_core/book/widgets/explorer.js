@@ -285,9 +285,18 @@ class Axes {
     ctx.fillStyle = INK;
     ctx.font = FONT;
     if (title) {
+      // one line if it fits, else two smaller ones (a narrow column leaves room above)
+      let lines = wrap(ctx, title, box.w - 4, 1);
+      if (lines.length > 1 || lines[0] !== title) {
+        ctx.font = SMALL;
+        lines = wrap(ctx, title, box.w - 4, 2);
+      }
       ctx.textAlign = "left";
       ctx.textBaseline = "bottom";
-      ctx.fillText(fit(ctx, title, box.x + box.w - 4 - box.x), box.x, box.y - 5);
+      lines.forEach((text, i) => {
+        ctx.fillText(text, box.x, box.y - 5 - 13 * (lines.length - 1 - i));
+      });
+      ctx.font = FONT;
     }
     if (xlabel) {
       ctx.textAlign = "center";
@@ -351,15 +360,30 @@ class Axes {
   }
 }
 
-// text that fits in `width` px: in the current font, else smaller, else cut with an ellipsis
-// (the label above the canvas always says it all)
-function fit(ctx, text, width) {
-  if (ctx.measureText(text).width <= width) return text;
-  ctx.font = SMALL;
-  if (ctx.measureText(text).width <= width) return text;
-  let cut = text;
-  while (cut.length > 1 && ctx.measureText(cut + "…").width > width) cut = cut.slice(0, -1);
-  return cut.trimEnd() + "…";
+// `text` in at most `most` lines of at most `width` px in the current font, broken between
+// words; what does not fit in the last line is cut with an ellipsis
+function wrap(ctx, text, width, most) {
+  const words = text.split(" ");
+  const lines = [];
+  let current = "";
+  for (let i = 0; i < words.length; i++) {
+    const next = current ? `${current} ${words[i]}` : words[i];
+    if (!current || ctx.measureText(next).width <= width) {
+      current = next;
+    } else if (lines.length < most - 1) {
+      lines.push(current);
+      current = words[i];
+    } else {
+      current = `${current} ${words.slice(i).join(" ")}`;
+      break;
+    }
+  }
+  lines.push(current);
+  const last = lines.length - 1;
+  while (lines[last].length > 1 && ctx.measureText(lines[last]).width > width) {
+    lines[last] = `${lines[last].slice(0, -2).trimEnd()}…`;
+  }
+  return lines;
 }
 
 function line(ctx, x0, y0, x1, y1) {
@@ -386,11 +410,19 @@ const DIVERGING_LUT = (() => {
   return lut;
 })();
 
-// rows[r][c] as coloured cells filling box, values vmin..vmax
+// rows[r][c] as coloured cells filling box, values vmin..vmax; the pixels are written into a
+// buffer kept for each of the last eight grid sizes, so that most updates allocate nothing
+const HEATMAP_BUFFERS = new Map();
 function heatmap(ctx, box, rows, vmin, vmax) {
   const nr = rows.length;
   const nc = rows[0].length;
-  const img = new ImageData(nc, nr);
+  const key = `${nc}x${nr}`;
+  if (!HEATMAP_BUFFERS.has(key)) {
+    if (HEATMAP_BUFFERS.size >= 8) HEATMAP_BUFFERS.delete(HEATMAP_BUFFERS.keys().next().value);
+    const off = new OffscreenCanvas(nc, nr);
+    HEATMAP_BUFFERS.set(key, { off, img: new ImageData(nc, nr) });
+  }
+  const { off, img } = HEATMAP_BUFFERS.get(key);
   const px = img.data;
   const scale = (LUT_SIZE - 1) / (vmax - vmin);
   for (let r = 0; r < nr; r++) {
@@ -405,7 +437,6 @@ function heatmap(ctx, box, rows, vmin, vmax) {
       px[o + 3] = 255;
     }
   }
-  const off = new OffscreenCanvas(nc, nr);
   off.getContext("2d").putImageData(img, 0, 0);
   ctx.save();
   ctx.imageSmoothingEnabled = false;
@@ -625,7 +656,7 @@ const EXPLORERS = {
       heatmap(ctx, box, data.table, -1, 1);
       const heat = new Axes(ctx, box, { lo: 0, hi: v.d_model }, { lo: c.n_positions, hi: 0 });
       heat.frame({
-        title: `${c.n_positions} positions × ${v.d_model} dimensions, base ${number_text(c.base)} (red +1, blue −1)`,
+        title: `${c.n_positions} positions × ${v.d_model} dimensions, base ${number_text(c.base)} (red\u00a0+1, blue\u00a0−1)`,
         ylabel: "position",
         grid: false,
         yticks: nice_ticks(0, c.n_positions - 1, 4),
@@ -683,7 +714,7 @@ const EXPLORERS = {
         { lo: 0, hi: c.d_model / 2 - 1 },
         { lo: 1, hi: 1e8, log: true },
       );
-      wl.frame({ title: "wavelength of pair i", xlabel: "pair i", yticks: [1, 1e2, 1e4, 1e6, 1e8] });
+      wl.frame({ title: "wavelength λ_i", xlabel: "pair i", yticks: [1, 1e2, 1e4, 1e6, 1e8] });
       wl.curve(pairs, data.wavelength_reference, { color: "#999", dash: [5, 4] });
       wl.curve(pairs, data.wavelength, { color: COLORS[0] });
       const sim = new Axes(
@@ -1112,7 +1143,9 @@ function render({ model, el }) {
     if (column === null) column = fit(root.clientWidth);
     const W = column;
     width = W;
-    const H = kind.height + (W < 500 ? 30 : 0); // a narrow column: room for a second legend row
+    // a narrow column: room above for titles in two lines, below for a second legend row
+    const top = W < 500 ? 14 : 0;
+    const H = kind.height + (W < 500 ? top + 30 : 0);
     const dpr = Math.max(1, Math.min(3, window.devicePixelRatio || 1));
     if (canvas.width !== Math.round(W * dpr)) canvas.width = Math.round(W * dpr);
     if (canvas.height !== Math.round(H * dpr)) canvas.height = Math.round(H * dpr);
@@ -1121,6 +1154,7 @@ function render({ model, el }) {
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
     ctx.fillStyle = "#fff";
     ctx.fillRect(0, 0, W, H);
+    ctx.translate(0, top);
     kind.draw(ctx, W, data, state.values, c, state);
     draws += 1;
   }

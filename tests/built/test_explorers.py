@@ -354,3 +354,128 @@ def test_no_title_or_note_on_a_canvas_is_cut_short(browser, server, chapter, wid
         assert cut == [], f"{chapter} at {width} px: {sorted(set(cut))[:5]}"
     finally:
         context.close()
+
+
+# Text a reader may type for a number, into the unit circle's offset (a whole number from 0 to
+# 100): None, refused (marked aria-invalid, the value kept, the reason in the hint); a number,
+# taken as that number (explorer.js, parse_number, says which and why)
+TYPED_ODDITIES = [
+    ("2,5", None, "use a point for decimals"),  # not 25
+    ("1 6", None, "one number, no spaces"),  # not 16
+    ("0x10", None, "decimal digits only"),  # not 16
+    ("0b100", None, "decimal digits only"),  # not 4
+    ("1e-400", None, "too close to 0"),  # not 0
+    ("x" * 100_000, None, "too long"),  # and not echoed whole
+    ("\u22125", None, "out of range"),  # −5 is -5, not "not a number"
+    ("10,0", None, "use a point for decimals"),  # not 100
+    ("1e1", 10, None),
+    ("\u200910\u2009", 10, None),
+]
+HINT_MOST = 100  # characters a control's message may take, whatever was typed
+
+
+def open_explorer(p, server: str, chapter: str, kind: str):
+    """The root element of the first explorer of `kind` on `chapter`, drawn."""
+    p.goto(f"{server}/chapters/{chapter}.html", wait_until="networkidle")
+    html = (HTML / "chapters" / f"{chapter}.html").read_text(encoding="utf-8")
+    n = html.count('"_view_module": "anywidget"')
+    p.wait_for_function(
+        f"[...document.querySelectorAll('.posenc-explorer')].filter(r => r.posenc).length >= {n}",
+        timeout=30000,
+    )
+    roots = p.locator(".posenc-explorer")
+    for i in range(roots.count()):
+        if roots.nth(i).evaluate("r => r.posenc.spec.kind") == kind:
+            roots.nth(i).scroll_into_view_if_needed()
+            return roots.nth(i)
+    raise AssertionError(f"no {kind} explorer on {chapter}")
+
+
+def hint_of(control) -> str:
+    return control.locator(".posenc-hint").text_content()
+
+
+def test_typed_oddities_are_read_as_meant_or_refused_with_a_short_reason(page, server):
+    p, external, errors = page
+    root = open_explorer(p, server, "02_sinusoidal_formula", "unit-circle")
+    control = root.locator('.posenc-control[data-param="offset"]')
+    field = control.locator("input.posenc-value")
+    slider = control.locator("input.posenc-slider")
+    for text, want, words in TYPED_ODDITIES:
+        shown = repr(text[:20])
+        before = state(root)
+        type_value(control, text)
+        after = state(root)
+        hint = hint_of(control)
+        assert len(hint) <= HINT_MOST, f"{shown}: a message of {len(hint)} characters"
+        if want is None:
+            assert after["values"] == before["values"], f"{shown} was taken: {after['values']}"
+            assert after["canvas"] == before["canvas"]
+            assert field.get_attribute("aria-invalid") == "true", shown
+            assert words in hint, (shown, hint)
+            assert field.input_value() == str(before["values"]["offset"])
+        else:
+            assert after["values"]["offset"] == want, (shown, hint)
+            assert hint == "" and field.get_attribute("aria-invalid") is None, (shown, hint)
+            check_closed_form(
+                after, widgets.unit_circle_explorer(**after["spec"]["consts"]["args"])
+            )
+    # after a refusal, the slider (by keyboard, then by pointer) clears the message, and the
+    # field shows the slider's value
+    for move in ("key", "pointer"):
+        type_value(control, "1000")
+        assert "kept" in hint_of(control) and field.get_attribute("aria-invalid") == "true"
+        if move == "key":
+            slider.focus()
+            p.keyboard.press("ArrowRight")
+        else:
+            box = slider.bounding_box()
+            p.mouse.click(box["x"] + 0.79 * box["width"], box["y"] + box["height"] / 2)
+        after = state(root)
+        assert hint_of(control) == "", (move, hint_of(control))
+        assert field.get_attribute("aria-invalid") is None
+        assert field.input_value() == str(after["values"]["offset"]) == slider.input_value()
+    assert external == [] and errors == [], (external[:5], errors[:5])
+
+
+SET_FROM_MODEL = "(r, v) => r.posenc.model.set('values', v)"  # what a kernel's set() arrives as
+
+
+def test_values_set_from_the_model_are_checked_and_the_explorer_keeps_drawing(page, server):
+    p, external, errors = page
+    root = open_explorer(p, server, "03_the_base", "rope-scaling")
+    reference = widgets.rope_scaling_explorer(**state(root)["spec"]["consts"]["args"])
+    method = root.locator('.posenc-control[data-param="method"]')
+    factor = root.locator('.posenc-control[data-param="factor"]')
+    good = state(root)["values"]
+    for bad, control, words in [
+        ({**good, "method": "bogus"}, method, "not one of linear"),
+        ({**good, "factor": 1e9}, factor, "out of range"),
+        ({**good, "factor": None}, factor, "not a number"),
+        ({"method": "yarn"}, factor, "no value"),
+    ]:
+        before = state(root)
+        root.evaluate(SET_FROM_MODEL, bad)
+        after = state(root)
+        assert after["values"] == good and after["canvas"] == before["canvas"], bad
+        hint = hint_of(control)
+        assert words in hint and len(hint) <= HINT_MOST, (bad, hint)
+    # the reader's controls still redraw after the kernel's bad value
+    before = state(root)
+    slider = factor.locator("input.posenc-slider")
+    slider.focus()
+    p.keyboard.press("PageUp")
+    after = state(root)
+    assert after["values"]["factor"] > before["values"]["factor"]
+    assert after["canvas"] != before["canvas"] and hint_of(factor) == ""
+    check_closed_form(after, reference)
+    # and a good value from the model is taken, clearing the messages
+    before = state(root)
+    root.evaluate(SET_FROM_MODEL, {"factor": 5.5, "method": "yarn"})
+    after = state(root)
+    assert after["values"] == {"factor": 5.5, "method": "yarn"}
+    assert after["canvas"] != before["canvas"]
+    assert hint_of(method) == "" and hint_of(factor) == ""
+    assert method.locator('button[aria-pressed="true"]').inner_text() == "yarn"
+    check_closed_form(after, reference)
+    assert external == [] and errors == [], (external[:5], errors[:5])

@@ -479,6 +479,186 @@ function legend(ctx, x, y, items) {
 
 // --------------------------------------------------------------------------- 3. controls
 
+// What a reader may type into a number's field, read by parse_number and nothing else:
+// - the text is trimmed; after that at most MAX_TYPED characters are read: a longer text is
+//   refused ("too long") and never echoed whole (echo() cuts any echo to 20 characters);
+// - fullwidth forms (０-９ ． ， ＋ － ｅ) read as their ASCII characters, and the minus sign
+//   U+2212 and its lookalikes (‐ ‑ ‒ – ﹣) as "-": −5 is -5;
+// - a number is an optional sign, decimal digits with at most one decimal point and an
+//   optional exponent e±n: 5, -5, +5, 2.5, .5, 5., 1e6, 2.5E-3;
+// - decimal only: 0x10, 0b100, 0o17 are refused ("decimal digits only"); Infinity, NaN and
+//   anything else that is not such a number: "not a number";
+// - a comma, an underscore or a space (regular, no-break, thin, narrow) may group the
+//   digits before the point in thousands, one kind of separator per number, groups of exactly
+//   three digits after a first of one to three: 10,000, 1,000,000.5, 10_000 and 10 000 are
+//   10000 and 1000000.5. Any other comma is refused, never dropped: a single one before the
+//   last digits, which could be a decimal comma (2,5, 1,25, 10,00, 1.000,5), with "use a
+//   point for decimals", others (1,2,3, 1,000 000) as not groups of three; any other space
+//   (1 6, 5 e3) with "one number, no spaces". A grouped number refused as out of range says
+//   that decimals take a point (1,500 typed for 1.5);
+// - a value too large or too close to zero for a float64 (1e400, 1e-400, which Number reads
+//   as Infinity and 0) is refused as out of range, not read as Infinity or 0; -0 reads as 0.
+// parse_number(text) -> {value} or {reason, why}: reason is one of REASONS (what the tests
+// check), why the words the hint shows. read_number(p, text) adds the control's own rules
+// (range, whole number, step); check_values(spec, values, current) checks values that arrive
+// from the model (the saved state, a kernel).
+const MAX_TYPED = 40;
+const ECHO = 20;
+const REASONS = [
+  "empty",
+  "too-long",
+  "not-decimal",
+  "decimal-comma",
+  "grouping",
+  "spaces",
+  "not-a-number",
+  "overflow",
+  "underflow",
+  "range",
+  "whole",
+  "step",
+];
+const MINUS_LOOKALIKES = /[\u2010-\u2013\u2212\uFE63]/g;
+const FULLWIDTH = /[\uFF01-\uFF5E]/g;
+const PLAIN = /^[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$/;
+// sign, first group, separator, more groups of three, fraction, exponent
+const GROUPED = /^[+-]?[0-9]{1,3}([,_]|\s)[0-9]{3}(?:\1[0-9]{3})*(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?$/;
+const SLIDER_TOL = 1e-12; // as explorer.py: a real from a kernel this far (relative) outside is clipped
+
+function refused(reason, why) {
+  return { reason, why };
+}
+
+// `text` for a message: trimmed and cut to `most` characters with an ellipsis
+function echo(text, most = ECHO) {
+  const s = String(text).trim();
+  return s.length > most ? `${s.slice(0, most)}…` : s;
+}
+
+function parse_number(text) {
+  let s = String(text ?? "").trim();
+  if (s === "") return refused("empty", "no number typed");
+  if (s.length > MAX_TYPED) return refused("too-long", `too long (at most ${MAX_TYPED} characters)`);
+  s = s.replace(FULLWIDTH, (ch) => String.fromCharCode(ch.charCodeAt(0) - 0xfee0));
+  s = s.replace(MINUS_LOOKALIKES, "-");
+  let grouped = false;
+  if (!PLAIN.test(s)) {
+    if (/^[+-]?0[xbo]/i.test(s)) return refused("not-decimal", "decimal digits only (no 0x, 0b, 0o)");
+    if (!GROUPED.test(s)) {
+      const commas = (s.match(/,/g) || []).length;
+      if (commas === 1 && /^[+-]?[0-9.]*,[0-9]+(?:[eE][+-]?[0-9]+)?$/.test(s)) {
+        return refused("decimal-comma", "use a point for decimals");
+      }
+      if (commas) return refused("grouping", "a comma only between groups of three digits");
+      const numeric = /^[0-9.eE+\-_\s]+$/.test(s);
+      if (numeric && /\s/.test(s)) return refused("spaces", "one number, no spaces");
+      if (numeric && s.includes("_")) return refused("grouping", "_ only between groups of three digits");
+      return refused("not-a-number", "not a number");
+    }
+    s = s.replace(/[,_\s]/g, "");
+    grouped = true;
+  }
+  const v = Number(s);
+  if (!Number.isFinite(v)) return refused("overflow", "out of range (too large)");
+  const mantissa = s.split(/[eE]/)[0];
+  if (v === 0 && /[1-9]/.test(mantissa)) return refused("underflow", "too close to 0 to tell apart");
+  return grouped ? { value: v + 0, grouped } : { value: v + 0 };
+}
+
+// why the control `p` (a number's spec) cannot take `v`, or "" if it can
+function check_number(p, v) {
+  const span = `from ${number_text(p.min)} to ${number_text(p.max)}`;
+  if (typeof v !== "number" || !Number.isFinite(v)) return `not a number (enter one ${span})`;
+  if (v < p.min || v > p.max) return `out of range (enter a number ${span})`;
+  if (p.kind === "int" && !Number.isInteger(v)) return "not a whole number";
+  if (p.kind === "int" && (v - p.min) % (p.step || 1)) return `not a multiple of ${p.step}`;
+  return "";
+}
+
+// the typed `text` as a value of the number control `p`: {value} or {reason, why}
+function read_number(p, text) {
+  const got = parse_number(text);
+  const span = `from ${number_text(p.min)} to ${number_text(p.max)}`;
+  if (got.reason === "overflow") return refused("overflow", `out of range (enter a number ${span})`);
+  if (got.reason === "underflow") return refused("underflow", `too close to 0 (enter a number ${span})`);
+  if (got.reason) return got;
+  const v = got.value;
+  const why = check_number(p, v);
+  if (!why) return { value: v };
+  if (why.startsWith("out of range")) {
+    // 1,500 for a factor from 1 to 32: meant as 1.5, perhaps
+    const comma = got.grouped && /[,\uFF0C]/.test(String(text));
+    return refused("range", `out of range (${comma ? `${span}; for decimals use a point` : `enter a number ${span}`})`);
+  }
+  return refused(why.startsWith("not a whole") ? "whole" : "step", why);
+}
+
+function check_choice(p, v) {
+  if (p.options.some((o) => o.value === v)) return "";
+  const labels = p.options.map((o) => o.label);
+  const listed = labels.length > 5 ? `${labels.slice(0, 5).join(", ")}, …` : labels.join(", ");
+  return `not one of ${echo(listed, 50)}`;
+}
+
+// Values from the model (the saved state, or a kernel that sets the `values` trait), checked
+// as the controls check their own: a number a control's range holds (a real up to SLIDER_TOL
+// outside is clipped, as explorer.py does), whole and on the step for an int; a choice among
+// the options, compared strictly. Names the explorer lacks are ignored, as explorer.py ignores
+// them. Returns {values, problems}, problems [{name, why}] (name null: the whole dict). With
+// no problem `values` are the incoming ones; with any, `current` unchanged (the last good
+// state: a change from the kernel applies whole or not at all), or, with no current (the
+// first drawing), the incoming values with each bad one replaced (a number brought into
+// range, else the minimum; a choice by the first option).
+function check_values(spec, incoming, current = null) {
+  const problems = [];
+  const out = {};
+  if (incoming === null || typeof incoming !== "object" || Array.isArray(incoming)) {
+    problems.push({ name: null, why: "values must be a dict of the controls' values" });
+    for (const p of spec.params) out[p.name] = current ? current[p.name] : fallback(p, undefined);
+    return { values: out, problems };
+  }
+  for (const p of spec.params) {
+    let v = incoming[p.name];
+    let why;
+    if (!Object.prototype.hasOwnProperty.call(incoming, p.name)) why = "no value given";
+    else if (p.kind === "choice") why = check_choice(p, v);
+    else {
+      if (p.kind === "real" && typeof v === "number" && Number.isFinite(v)) {
+        if (v < p.min && v >= p.min - SLIDER_TOL * Math.abs(p.min)) v = p.min;
+        if (v > p.max && v <= p.max + SLIDER_TOL * Math.abs(p.max)) v = p.max;
+      }
+      why = check_number(p, v);
+    }
+    if (why) problems.push({ name: p.name, why, value: v });
+    if (!why) out[p.name] = v;
+    else if (current && Object.prototype.hasOwnProperty.call(current, p.name)) out[p.name] = current[p.name];
+    else out[p.name] = fallback(p, v);
+  }
+  if (problems.length && current) return { values: { ...current }, problems };
+  return { values: out, problems };
+}
+
+// a value from the model as a message quotes it: strings in quotes, NaN as NaN
+function quoted(v) {
+  if (typeof v === "number") return String(v);
+  try {
+    return JSON.stringify(v) ?? String(v);
+  } catch (err) {
+    return String(v);
+  }
+}
+
+function fallback(p, v) {
+  if (p.kind === "choice") return p.options[0].value;
+  if (typeof v !== "number" || !Number.isFinite(v)) return p.min;
+  let x = Math.min(Math.max(v, p.min), p.max);
+  if (p.kind === "int") {
+    const step = p.step || 1;
+    x = p.min + Math.floor((x - p.min) / step) * step;
+  }
+  return x;
+}
+
 let counter = 0;
 
 function element(tag, props = {}, ...children) {
@@ -531,7 +711,7 @@ class Control {
     this.hint = element("span", { class: "posenc-hint", role: "status" });
     this.range.addEventListener("input", () => {
       const x = Number(this.range.value);
-      this.commit(this.snap(p.log ? 10 ** x : x), false);
+      this.commit(this.snap(p.log ? 10 ** x : x));
     });
     if (p.log) {
       // keys on a log slider: arrows move by a hundredth of a decade, Page keys by a tenth;
@@ -544,20 +724,18 @@ class Control {
         e.preventDefault();
         let v = this.snap(10 ** (Math.log10(this.value) + dx));
         if (p.kind === "int" && v === this.value) v = this.snap(this.value + Math.sign(dx));
-        if (v !== this.value) this.commit(v, false);
+        if (v !== this.value) this.commit(v);
       });
     }
     const typed = () => {
-      const raw = this.field.value.replace(/[,_\s]/g, "");
-      const v = raw === "" ? NaN : Number(raw);
-      const why = this.invalid(v);
-      if (why) {
-        this.hint.textContent = `${this.field.value.trim() || "empty"}: ${why}; kept ${this.text(this.value)}`;
+      const got = read_number(p, this.field.value);
+      if (got.reason) {
+        this.refuse(`${echo(this.field.value) || "empty"}: ${got.why}; kept ${this.text(this.value)}`);
         this.field.setAttribute("aria-invalid", "true");
         this.show(this.value);
         return;
       }
-      this.commit(v, true);
+      this.commit(got.value);
     };
     this.field.addEventListener("change", typed);
     this.field.addEventListener("keydown", (e) => {
@@ -576,27 +754,18 @@ class Control {
     return Math.min(Math.max(v, p.min), p.max);
   }
 
-  invalid(v) {
-    const p = this.p;
-    const span = `from ${number_text(p.min)} to ${number_text(p.max)}`;
-    if (!Number.isFinite(v)) return `not a number (enter one ${span})`;
-    if (v < p.min || v > p.max) return `out of range (enter a number ${span})`;
-    if (p.kind === "int" && !Number.isInteger(v)) return "not a whole number";
-    if (p.kind === "int" && (v - p.min) % (p.step || 1)) return `not a multiple of ${p.step}`;
-    return "";
-  }
-
   buttons(id, value) {
     const p = this.p;
     const label = element("span", { class: "posenc-control-label", id }, p.label);
     this.group = element("div", { class: "posenc-buttons", role: "group", "aria-labelledby": id });
     this.btns = p.options.map((o) => {
       const b = element("button", { type: "button", class: "posenc-button" }, o.label);
-      b.addEventListener("click", () => this.commit(o.value, false));
+      b.addEventListener("click", () => this.commit(o.value));
       this.group.append(b);
       return b;
     });
-    this.node.append(label, this.group);
+    this.hint = element("span", { class: "posenc-hint", role: "status" });
+    this.node.append(label, this.group, this.hint);
     this.show(value);
   }
 
@@ -616,13 +785,29 @@ class Control {
     this.field.value = this.text(v);
   }
 
-  commit(v, typed) {
-    if (typed) {
-      this.hint.textContent = "";
-      this.field.removeAttribute("aria-invalid");
+  // a value from this control (typed, slider, keys, buttons), checked once more here: taken,
+  // it clears any message and shows; refused (none of the controls should send one), it is not
+  commit(v) {
+    const p = this.p;
+    const why = p.kind === "choice" ? check_choice(p, v) : check_number(p, v);
+    if (why) {
+      this.refuse(`${echo(this.text(v) || String(v))}: ${why}; kept ${this.text(this.value)}`);
+      this.show(this.value);
+      return;
     }
+    this.clear();
     this.show(v);
-    this.onchange(this.p.name, v);
+    this.onchange(p.name, v);
+  }
+
+  // a message beside the control (at most about 100 characters: what it quotes is cut)
+  refuse(message) {
+    this.hint.textContent = message;
+  }
+
+  clear() {
+    this.hint.textContent = "";
+    if (this.field) this.field.removeAttribute("aria-invalid");
   }
 
   enable(on, why) {
@@ -1096,7 +1281,8 @@ function render({ model, el }) {
     // keys refer to curves by index from here on (the label finds them by identity)
     c.curves.forEach((cv) => Object.freeze(cv.key));
   }
-  const state = { values: { ...model.get("values") }, pinned: [] };
+  const first = check_values(spec, model.get("values"));
+  const state = { values: first.values, pinned: [] };
   const root = element("div", {
     class: `posenc-explorer posenc-explorer-${spec.name}`,
     role: "group",
@@ -1104,6 +1290,8 @@ function render({ model, el }) {
   });
   const controls = element("div", { class: "posenc-controls" });
   const status = element("div", { class: "posenc-frame-label", "aria-live": "polite" });
+  // what concerns no one control: values that are not a dict, a drawing that failed
+  const notice = element("div", { class: "posenc-hint posenc-notice", role: "status" });
   const canvas = element("canvas", { class: "posenc-canvas", role: "img" });
   const controlOf = {};
   for (const p of spec.params) {
@@ -1130,7 +1318,7 @@ function render({ model, el }) {
     compare = element("div", { class: "posenc-control posenc-compare" }, pin, clear);
     controls.append(compare);
   }
-  root.append(controls, status, canvas);
+  root.append(controls, notice, status, canvas);
   el.append(root);
 
   // The column's width, read when the explorer is first drawn and then kept by the
@@ -1159,21 +1347,54 @@ function render({ model, el }) {
     draws += 1;
   }
 
+  // Values from the model that check_values refused: each control's reason beside it
+  function report(problems) {
+    for (const { name, why, value } of problems) {
+      const ctl = name === null ? null : controlOf[name];
+      if (!ctl) {
+        notice.textContent = why;
+        continue;
+      }
+      const given = value === undefined ? "" : `${echo(quoted(value))}: `;
+      ctl.refuse(`${given}${why}; kept ${ctl.text(state.values[name])}`);
+    }
+  }
+
+  // Computes and draws state.values. Should that throw (no value check_values lets through
+  // ought to), the explorer goes back to the values it last drew and says so: it keeps drawing.
   function update(sync) {
     const t0 = performance.now();
     const v = state.values;
-    const data = kind.compute(v, c, state);
-    const text = kind.label(v, data, c);
+    let data;
+    let text;
+    try {
+      data = kind.compute(v, c, state);
+      text = kind.label(v, data, c);
+      paint(data);
+    } catch (err) {
+      const good = root.posenc;
+      notice.textContent = `could not draw ${echo(JSON.stringify(v), 40)}: ${echo(err.message, 40)}`;
+      if (good) {
+        state.values = { ...good.values };
+        for (const p of spec.params) controlOf[p.name].show(good.values[p.name]);
+        try {
+          paint(good.data);
+        } catch (again) {
+          // the canvas keeps what it had
+        }
+      }
+      return;
+    }
+    notice.textContent = "";
     status.textContent = text;
     canvas.setAttribute("aria-label", `${spec.title}: ${text}`);
-    paint(data);
     if (spec.kind === "position-loss") {
       const shown = data.shown;
       c.controls.forEach((p, i) => {
         controlOf[p.name].enable(shown[i] !== null, `${p.label} does not apply to this curve`);
       });
     }
-    root.posenc = { spec, values: { ...v }, data, draws, ms: performance.now() - t0 };
+    root.posenc = { spec, values: { ...v }, data, draws, ms: performance.now() - t0, model };
     root.dataset.values = JSON.stringify(v);
     if (sync) {
       model.set("values", { ...v });
@@ -1181,18 +1402,28 @@ function render({ model, el }) {
     }
   }
 
+  // values set from the model (a kernel): checked as typed ones are, applied whole or not at all
   model.on("change:values", () => {
-    const v = model.get("values");
-    if (JSON.stringify(v) === JSON.stringify(state.values)) return;
-    state.values = { ...v };
-    for (const p of spec.params) controlOf[p.name].show(v[p.name]);
+    const incoming = model.get("values");
+    if (JSON.stringify(incoming) === JSON.stringify(state.values)) return;
+    const { values, problems } = check_values(spec, incoming, state.values);
+    if (problems.length) {
+      report(problems);
+      return;
+    }
+    state.values = values;
+    for (const p of spec.params) {
+      controlOf[p.name].clear();
+      controlOf[p.name].show(values[p.name]);
+    }
     update(false);
   });
   update(false);
+  report(first.problems);
   if (typeof ResizeObserver !== "undefined") {
     const ro = new ResizeObserver((entries) => {
       column = fit(entries.at(-1).contentRect.width);
-      if (column !== width) paint(root.posenc.data);
+      if (column !== width && root.posenc) paint(root.posenc.data);
     });
     ro.observe(root);
     return () => ro.disconnect();
@@ -1200,4 +1431,5 @@ function render({ model, el }) {
   return undefined;
 }
 
+export { REASONS, check_values, parse_number, read_number };
 export default { render };

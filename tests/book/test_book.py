@@ -47,14 +47,27 @@ def test_notebooks_are_committed_without_outputs(path):
             assert cell.get("execution_count") is None, f"{path.name} has an execution count"
 
 
+def first_cell(path: pathlib.Path) -> str:
+    return "".join(json.loads(path.read_text(encoding="utf-8"))["cells"][0]["source"])
+
+
+def test_every_chapter_opens_with_the_same_install_cell():
+    """One install cell, so that what one page's readers get, every page's readers get
+    (tests/book/test_extras.py runs it against installs with a package missing)."""
+    cells = {path.name: first_cell(path) for path in CHAPTERS}
+    assert len(set(cells.values())) == 1, f"first cells differ: {cells}"
+
+
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
 def test_first_cell_installs_from_the_configured_repository(path):
     """Colab runs a chapter in a stock environment; its first cell installs posenc_core from
-    the same repository (and branch) that the launch buttons point at."""
+    the same repository (and branch) that the launch buttons point at, with the book layer's
+    extras; where posenc_core is installed, only the extras that are missing, and it stops
+    with the command to run if one still is."""
     nb = json.loads(path.read_text(encoding="utf-8"))
-    first = "".join(nb["cells"][0]["source"])
+    first = first_cell(path)
     repo, branch = CONFIG["repository"]["url"], CONFIG["repository"]["branch"]
-    assert "import posenc_core" in first and "except ImportError" in first
+    assert "from posenc_core import _extras" in first and "except ModuleNotFoundError" in first
     repos = re.findall(r'^\s*REPO = "(\S+)"$', first, re.M)
     installs = re.findall(r"%pip install .*git\+\{REPO\}@(\w[\w.-]*)\"", first)
     assert (repos, installs) == ([repo], [branch]), (
@@ -62,6 +75,8 @@ def test_first_cell_installs_from_the_configured_repository(path):
     )
     # with the book layer's extras: the explorers are anywidgets, which Colab does not ship
     assert '"posenc_core[book] @ git+{REPO}' in first, f"{path.name}: install posenc_core[book]"
+    assert '_extras.missing("book")' in first and first.endswith('_extras.ensure("book")')
+    assert len(first.splitlines()) <= 12 and first.startswith("# "), "short, and says what"
     # The page is read where posenc_core is already installed: the cell stays in the notebook
     # (Colab and Jupyter run it first) and is removed from the HTML, where it was a collapsed
     # "Show code cell content" bar above the chapter's title.

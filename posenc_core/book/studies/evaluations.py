@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from posenc_core.book import DATA
+from posenc_core.book import DATA, data_entry
 from posenc_core.book.instruments import bugs as dbg
 from posenc_core.book.instruments import frequency_use as fu
 from posenc_core.book.studies import corpus, heldout, lm_study, provenance
@@ -203,9 +203,13 @@ def ablation_curves(
 
 def _inputs() -> dict[str, Any]:
     """What the measurements read besides code: the checkpoints and the excerpt, by SHA-256."""
-    study = lm_study.load_results()
+    study, folder = lm_study.load_results(), lm_study.RESULTS_FILE.parent
+    where = f"{lm_study.RESULTS_FILE.name} checkpoints"
     return {
-        "checkpoints": {k: v["sha256"] for k, v in sorted(study["checkpoints"].items())},
+        "checkpoints": {
+            k: data_entry(v, where=f"{where}[{k!r}]", folder=folder)[1]
+            for k, v in sorted(study["checkpoints"].items())
+        },
         "excerpt_sha256": hashlib.sha256(corpus.EXCERPT_FILE.read_bytes()).hexdigest(),
     }
 

@@ -65,7 +65,7 @@ import torch
 import torch.nn.functional as F
 
 from posenc_core import _validation as check
-from posenc_core.book import DATA
+from posenc_core.book import DATA, data_entry
 from posenc_core.book.models.byte_lm import SCHEMES, ByteLM
 from posenc_core.book.studies import corpus, heldout, options, provenance
 
@@ -843,7 +843,7 @@ def load_lm(
 
     Raises:
         KeyError: no checkpoint for (scheme, seed); the message lists those there are.
-        ValueError: the file's SHA-256 differs from the one recorded.
+        ValueError: a bad entry (:func:`~posenc_core.book.data_entry`) or a SHA-256 mismatch.
     """
     from safetensors.torch import load
 
@@ -860,14 +860,14 @@ def load_lm(
             f"base={base!r} (keys scheme/seed, scheme-r<rotary_dim>/seed, scheme-b<base>/seed); "
             f"there are: {', '.join(sorted(res.get('checkpoints', {}))) or 'none'}"
         )
-    entry = res["checkpoints"][key]
-    file = path.parent / entry["file"]
+    where = f"{path.name} checkpoints[{key!r}]"
+    file, sha = data_entry(res["checkpoints"][key], where=where, folder=path.parent)
     data = file.read_bytes()
     actual = hashlib.sha256(data).hexdigest()
-    if actual != entry["sha256"]:
+    if actual != sha:
         raise ValueError(
             f"refusing {file}: its SHA-256 is {actual}, but the results file records "
-            f"{entry['sha256']}; the checkpoint was changed or belongs to another run"
+            f"{sha}; the checkpoint was changed or belongs to another run"
         )
     c = LMStudyConfig.from_dict(res["config"])
     model = build_lm(scheme, c, 0, rotary_dim=rotary_dim, base=base)

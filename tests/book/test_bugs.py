@@ -262,6 +262,36 @@ def test_sticky_dynamic_ntk_keeps_the_longest_base():
     np.testing.assert_allclose(dyn.inv_freq(256).numpy(), formula(256), rtol=1e-12)
 
 
+@pytest.mark.parametrize(
+    "kwargs, error, message",
+    [
+        ({"factor": 0.0}, ValueError, r"factor must be a finite number >= 1 .*got 0\.0"),
+        ({"factor": -2.0}, ValueError, r"factor must be a finite number >= 1 .*got -2\.0"),
+        ({"factor": math.inf}, ValueError, "factor must be finite, got inf"),
+        ({"factor": "8"}, TypeError, "factor must be a real number, got str '8'"),
+        ({"head_dim": 15}, ValueError, "head_dim must be a positive even integer.*got 15"),
+        ({"head_dim": 0}, ValueError, "head_dim must be a positive integer, got 0"),
+        (
+            {"original_max_position_embeddings": 0},
+            ValueError,
+            "original_max_position_embeddings must be a positive integer, got 0",
+        ),
+        (
+            {"original_max_position_embeddings": 64.0},
+            TypeError,
+            "original_max_position_embeddings must be a positive integer, got float 64.0",
+        ),
+        ({"base": 0.0}, ValueError, "base must be a finite number greater than 1, got 0.0"),
+        ({"base": math.nan}, ValueError, "base must be finite, got nan"),
+    ],
+)
+def test_sticky_dynamic_ntk_refuses_bad_arguments(kwargs, error, message):
+    """Checked as the core checks a RoPE scaling (a factor >= 1, as RopeScaling's)."""
+    args = {"head_dim": 16, "factor": 8.0, "original_max_position_embeddings": 64, **kwargs}
+    with pytest.raises(error, match=message):
+        dbg.StickyDynamicNTK(args.pop("head_dim"), **args)
+
+
 @torch.no_grad()
 def test_a_uniform_shift_is_hidden_by_rope_and_not_by_a_learned_table(rope, learned, text):
     assert gap(dbg.BUGS["rope-off-by-one"].broken(rope, text), rope(text)) < 1e-4

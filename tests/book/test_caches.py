@@ -118,3 +118,21 @@ def test_rejected_drafts_by_counting():
         caches.with_rejected_drafts(t, accepted=0, rejected=1)
     with pytest.raises(ValueError, match="chunk"):
         caches.chunked_prefill(ls.load_lm("rope", 0), t, chunk=0)
+
+
+def test_rejected_drafts_refuses_what_no_decoder_does():
+    """More tokens accepted per round than the text holds, tokens that are not int64 (b, s):
+    refused with the argument, the value and what is allowed."""
+    t = torch.arange(10)[None] + 100  # (1, 10)
+    with pytest.raises(ValueError, match=r"accepted must be an integer in 1\.\.10 .*got 11"):
+        caches.with_rejected_drafts(t, accepted=11, rejected=1)
+    with pytest.raises(ValueError, match=r"tokens must be int64 of shape \(b, s\).*float32"):
+        caches.with_rejected_drafts(t.float(), accepted=2, rejected=1)
+    with pytest.raises(ValueError, match=r"tokens must be int64 of shape \(b, s\).*\(1, 1, 10\)"):
+        caches.with_rejected_drafts(t[None], accepted=2, rejected=1)
+    with pytest.raises(ValueError, match=r"tokens must hold at least one token.*\(1, 0\)"):
+        caches.with_rejected_drafts(t[:, :0], accepted=1, rejected=1)
+    with pytest.raises(ValueError, match="rejected must be a non-negative integer, got -1"):
+        caches.with_rejected_drafts(t, accepted=2, rejected=-1)
+    cached, real = caches.with_rejected_drafts(t, accepted=10, rejected=3)  # one round: all
+    assert torch.equal(cached, t) and real.tolist() == list(range(10))

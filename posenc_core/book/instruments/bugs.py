@@ -291,10 +291,13 @@ class StickyDynamicNTK:
     the history.
 
     Args:
-        head_dim: d_h (the whole head rotates).
-        factor: dynamic NTK's factor s.
-        original_max_position_embeddings: L0.
-        base: rope_theta.
+        head_dim: d_h (the whole head rotates), a positive even integer.
+        factor: dynamic NTK's factor s, a finite number >= 1 (as the core's ``RopeScaling``).
+        original_max_position_embeddings: L0, a positive integer.
+        base: rope_theta, a finite number > 1.
+
+    Raises:
+        TypeError, ValueError: an argument outside the above, named in the message.
     """
 
     def __init__(
@@ -306,7 +309,7 @@ class StickyDynamicNTK:
         base: float = 10000.0,
     ) -> None:
         self.head_dim = check.even_int("head_dim", head_dim)
-        self.factor = check.real_number("factor", factor)
+        self.factor = check.factor_value("factor", factor)
         self.l0 = check.positive_int(
             "original_max_position_embeddings", original_max_position_embeddings
         )

@@ -55,17 +55,22 @@ RULES = ("text", "cache", "inserted")
 written to, never re-rotated, the bug)."""
 
 
-def _check(model: object, tokens: object, size: object, sinks: object, rule: object):
-    if not isinstance(model, ByteLM) or model.scheme != "rope":
-        raise TypeError(
-            f"model must be a RoPE ByteLM, got {getattr(model, 'scheme', type(model).__name__)!r}"
-        )
+def _check_tokens(tokens: object) -> torch.Tensor:
     check.tensor("tokens", tokens, min_dim=2)
     assert isinstance(tokens, torch.Tensor)
     if tokens.dim() != 2 or tokens.dtype != torch.long:
         raise ValueError(
             f"tokens must be int64 of shape (b, s), got {tokens.dtype} {tuple(tokens.shape)}"
         )
+    return tokens
+
+
+def _check(model: object, tokens: object, size: object, sinks: object, rule: object):
+    if not isinstance(model, ByteLM) or model.scheme != "rope":
+        raise TypeError(
+            f"model must be a RoPE ByteLM, got {getattr(model, 'scheme', type(model).__name__)!r}"
+        )
+    _check_tokens(tokens)
     size = check.positive_int("size", size)
     sinks = check.non_negative_int("sinks", sinks)
     if sinks >= size:
@@ -225,19 +230,30 @@ def with_rejected_drafts(
     back unchanged.
 
     Args:
-        tokens: int64 ``(b, s)``.
-        accepted: tokens accepted per round (>= 1).
+        tokens: int64 ``(b, s)``, at least one token (``s >= 1``).
+        accepted: tokens accepted per round, 1 .. s (``s``: one round, no drafts).
         rejected: drafts refused per round and left in the cache (>= 0).
 
     Returns:
         ``(cached, real)``: int64 ``(b, s')``, the tokens in cache order, and int64 ``(s,)``,
         the index in it of each token of the text (run a model on ``cached`` and keep
         ``logits[:, real]``).
+
+    Raises:
+        TypeError, ValueError: an argument outside the above; the message names it, the value
+        and what is allowed.
     """
-    check.tensor("tokens", tokens, min_dim=2)
-    accepted = check.positive_int("accepted", accepted)
-    rejected = check.non_negative_int("rejected", rejected)
+    _check_tokens(tokens)
     s = tokens.shape[1]
+    if s == 0:
+        raise ValueError(f"tokens must hold at least one token, got shape {tuple(tokens.shape)}")
+    accepted = check.positive_int("accepted", accepted)
+    if accepted > s:
+        raise ValueError(
+            f"accepted must be an integer in 1..{s} (at most the s = {s} tokens of tokens), "
+            f"got {accepted}"
+        )
+    rejected = check.non_negative_int("rejected", rejected)
     pieces, real, at = [], [], 0
     for start in range(0, s, accepted):
         block = tokens[:, start : start + accepted]

@@ -15,9 +15,9 @@ JB := $(VENV)/bin/jupyter-book
 .PHONY: book vendor chromium test unit lint bench bench-widgets bench-quick bench-chapters lab clean study lock
 
 # Tests that need the built book (and, for the browser tests, Debian's chromium).
-# tests/core and tests/book run before the build; tests/built checks the built book (and
+# tests/core, tests/book and tests/tooling run before the build; tests/built checks the built book (and
 # drives Debian's chromium for the browser tests).
-BEFORE_BUILD := tests/core tests/book
+BEFORE_BUILD := tests/core tests/book tests/tooling
 POSTBUILD := tests/built
 
 # The reader environment: requirements.txt, the checkpoint package (its declared
@@ -47,9 +47,9 @@ vendor:
 
 # POSENC_BOOK_BUILD=1: a chapter whose cross-check lacks its reference library fails the
 # build instead of publishing "skipped" (posenc_core.book.notebook.optional_reference).
-# tools/build_book.py runs `jupyter-book build -W -n --keep-going .` so that a failed build is
-# never published: its pages move to _build/html.failed, and the next build reads every page
-# again (a failed chapter executes again and fails again until it is fixed).
+# tools/build_book.py runs Jupyter Book's build (-W -n --keep-going) into a fresh folder and
+# publishes it as _build/html only when it succeeds: a failed or interrupted build leaves the
+# last good site, its pages go to _build/html.failed, and the next build reads every page again.
 book: $(VENV)/.build-ok vendor
 	POSENC_BOOK_BUILD=1 $(PY) tools/build_book.py
 

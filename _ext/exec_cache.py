@@ -13,6 +13,14 @@ re-renders the API page but re-executes no chapter (no chapter prints a docstrin
 digest differs from the stored one, it deletes the cache and marks every notebook outdated, so
 Sphinx reads (and MyST-NB executes) each chapter again. When it matches, nothing happens and
 cached outputs are reused.
+
+It also checks each stored entry before MyST-NB reads it. jupyter-cache trusts its files: one
+truncated ``base.ipynb`` fails every later build inside nbformat, naming neither the file nor
+the fix, and an output edited into other valid JSON is published as if the chapter had printed
+it. So the SHA-256 of each entry's files is recorded (``posenc-entries.json``) as soon as the
+page that wrote it has been read, and at the start of every build an entry whose files are
+missing, unrecorded or changed is dropped, with one line saying so, and its chapter is read and
+executed again. Tested in ``tests/tooling/test_exec_cache.py``.
 """
 
 from __future__ import annotations
@@ -43,6 +51,7 @@ ENV_PREFIX = "POSENC_"
 # throw away every executed chapter.
 LOCATION_ONLY = frozenset({"POSENC_CACHE_DIR", "POSENC_BOOK_HTML", "POSENC_TEST_GLUE_FILE"})
 RECORD = "posenc-inputs.json"
+ENTRIES = "posenc-entries.json"  # {jupyter-cache hashkey: SHA-256 of the entry's files}
 _SKIP_PARTS = {"__pycache__", ".ipynb_checkpoints"}
 # The studies' provenance module, loaded from its file: it uses only the standard library, and
 # importing the package would import torch into the Sphinx process.
@@ -151,35 +160,127 @@ def refresh_cache(cache: pathlib.Path, inputs: dict) -> bool:
     return stale
 
 
+def entry_digest(folder: pathlib.Path) -> str:
+    """The SHA-256 of a cache entry's folder (``executed/<hashkey>``): every file's relative
+    path and bytes, in sorted order."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        digest.update(path.relative_to(folder).as_posix().encode() + b"\0")
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
+
+
+def _read_entries(cache: pathlib.Path) -> dict[str, str]:
+    try:
+        stored = json.loads((cache / ENTRIES).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return stored if isinstance(stored, dict) else {}
+
+
+def _write_entries(cache: pathlib.Path, entries: dict[str, str]) -> None:
+    tmp = cache / (ENTRIES + ".tmp")
+    tmp.write_text(json.dumps(entries, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    tmp.replace(cache / ENTRIES)
+
+
+def record_entries(cache: pathlib.Path) -> int:
+    """Record the digest of every cache entry that has none yet; return how many were added."""
+    if not (cache / "global.db").is_file():
+        return 0
+    from jupyter_cache import get_cache
+
+    entries = _read_entries(cache)
+    added = 0
+    for record in get_cache(str(cache)).list_cache_records():
+        folder = cache / "executed" / record.hashkey
+        if record.hashkey not in entries and (folder / "base.ipynb").is_file():
+            entries[record.hashkey] = entry_digest(folder)
+            added += 1
+    if added:
+        _write_entries(cache, entries)
+    return added
+
+
+def drop_damaged_entries(cache: pathlib.Path) -> list[tuple[str, str]]:
+    """Remove every cache entry whose files are missing, unrecorded or changed.
+
+    Returns:
+        ``(uri, why)`` for each dropped entry, ``uri`` being the notebook it was executed from.
+    """
+    if not (cache / "global.db").is_file():
+        return []
+    from jupyter_cache import get_cache
+    from jupyter_cache.cache.db import NbCacheRecord
+
+    jupyter_cache = get_cache(str(cache))
+    entries = _read_entries(cache)
+    dropped, kept = [], {}
+    for record in jupyter_cache.list_cache_records():
+        folder = cache / "executed" / record.hashkey
+        expected = entries.get(record.hashkey)
+        if not (folder / "base.ipynb").is_file():
+            why = "its notebook file is missing"
+        elif expected is None:
+            why = "no digest was recorded for it (the build that wrote it stopped first)"
+        elif entry_digest(folder) != expected:
+            why = "its files changed after it was written (SHA-256 mismatch)"
+        else:
+            kept[record.hashkey] = expected
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
+        NbCacheRecord.remove_records([record.pk], jupyter_cache.db)
+        dropped.append((record.uri, why))
+    if kept != entries:
+        _write_entries(cache, kept)
+    return dropped
+
+
 def _builder_inited(app) -> None:
     from sphinx.util import logging
 
+    log = logging.getLogger(__name__)
     config = getattr(app.env, "mystnb_config", None)
     app.env.posenc_cache_stale = False
+    app.env.posenc_cache_dropped = []
     if config is None or not config.execution_cache_path:
         return
     inputs = chapter_inputs(pathlib.Path(app.srcdir))
-    stale = refresh_cache(pathlib.Path(config.execution_cache_path), inputs)
+    cache = pathlib.Path(config.execution_cache_path)
+    stale = refresh_cache(cache, inputs)
     app.env.posenc_cache_stale = stale
-    logging.getLogger(__name__).info(
+    log.info(
         "execution cache: inputs %s (%d files, digest %s)%s",
         "changed" if stale else "unchanged",
         inputs["files"],
         inputs["digest"][:12],
         "; cache cleared, every notebook executes again" if stale else "",
     )
+    for uri, why in drop_damaged_entries(cache):
+        app.env.posenc_cache_dropped.append(uri)
+        log.info("execution cache: dropped the entry of %s: %s; it executes again", uri, why)
 
 
 def _outdated(app, env, added, changed, removed) -> list[str]:
-    if not getattr(env, "posenc_cache_stale", False):
-        return []
-    return sorted(d for d in env.found_docs if str(env.doc2path(d)).endswith(".ipynb"))
+    notebooks = sorted(d for d in env.found_docs if str(env.doc2path(d)).endswith(".ipynb"))
+    if getattr(env, "posenc_cache_stale", False):
+        return notebooks
+    dropped = {str(pathlib.Path(uri).resolve()) for uri in getattr(env, "posenc_cache_dropped", [])}
+    return [d for d in notebooks if str(pathlib.Path(env.doc2path(d)).resolve()) in dropped]
+
+
+def _doctree_read(app, doctree) -> None:
+    """Record the digest of the entry the page just read has written, if any."""
+    config = getattr(app.env, "mystnb_config", None)
+    if config is not None and config.execution_cache_path:
+        record_entries(pathlib.Path(config.execution_cache_path))
 
 
 def setup(app):
     # after MyST-NB's own builder-inited handler, which sets the cache path (priority 500)
     app.connect("builder-inited", _builder_inited, priority=900)
     app.connect("env-get-outdated", _outdated)
+    app.connect("doctree-read", _doctree_read)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
 
 

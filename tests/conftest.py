@@ -12,13 +12,14 @@ def _seed():
     torch.manual_seed(0)
 
 
-LAYERS = {"core": "core", "book": "book", "built": "built"}
+LAYERS = {"core": "core", "book": "book", "tooling": "tooling", "built": "built"}
 
 
 def pytest_collection_modifyitems(config, items):
     """Mark each test by the folder it sits in: tests/core (the numerical core), tests/book (the
-    book layer and the chapters' sources) and tests/built (the built book, in a browser too), so
-    that `pytest -m core` (or book, built) selects one layer."""
+    book layer and the chapters' sources), tests/tooling (the site's build tools) and
+    tests/built (the built book, in a browser too), so that `pytest -m core` (or book,
+    tooling, built) selects one layer."""
     for item in items:
         parts = item.path.parts
         for folder, marker in LAYERS.items():

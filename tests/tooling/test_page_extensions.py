@@ -98,19 +98,3 @@ def test_reading_time_adds_half_a_minute_per_cell_and_figure_and_rounds():
 ])  # fmt: skip
 def test_reading_minutes_targets_resolve_like_doc_links(role_text, doc, expected):
     assert reading_time.resolve_targets(role_text, doc) == expected
-
-
-page_fixes = _load("page_fixes")
-
-
-def test_a_changed_static_file_makes_the_pages_stale(tmp_path):
-    src, out = tmp_path / "src", tmp_path / "out"
-    (src / "_static").mkdir(parents=True)
-    (src / "_static" / "posenc.css").write_text("a { color: red; }\n")
-    assert page_fixes.static_changed(src, out) == [], "nothing published yet: a full build"
-    (out / "_static").mkdir(parents=True)
-    (out / "_static" / "posenc.css").write_text("a { color: red; }\n")
-    assert page_fixes.static_changed(src, out) == []
-    (src / "_static" / "posenc.css").write_text("a { color: blue; }\n")  # same size, new bytes
-    (src / "_static" / "posenc.js").write_text("//\n")
-    assert page_fixes.static_changed(src, out) == ["posenc.css", "posenc.js"]

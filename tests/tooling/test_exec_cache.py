@@ -10,6 +10,10 @@ from __future__ import annotations
 import importlib.util
 import json
 import pathlib
+import re
+import shutil
+import subprocess
+import sys
 import types
 
 import pytest
@@ -105,14 +109,17 @@ def test_a_cache_without_a_record_is_deleted(book, tmp_path):
     assert not (cache / "global.db").exists()
 
 
-def fake_env(stale):
+def fake_env(stale, dropped=False):
     docs = {
         "intro": "intro.md",
         "chapters/01": "chapters/01.ipynb",
         "chapters/02": "chapters/02.ipynb",
     }
     return types.SimpleNamespace(
-        found_docs=set(docs), doc2path=docs.__getitem__, posenc_cache_stale=stale
+        found_docs=set(docs),
+        doc2path=docs.__getitem__,
+        posenc_cache_stale=stale,
+        posenc_cache_dropped=["chapters/02.ipynb"] if dropped else [],
     )
 
 
@@ -124,7 +131,112 @@ def test_a_stale_cache_marks_every_notebook_outdated():
     assert exec_cache._outdated(None, fake_env(False), set(), set(), set()) == []
 
 
+def test_a_dropped_entry_marks_its_notebook_outdated(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)  # doc2path gives relative paths here
+    env = fake_env(False, dropped=True)
+    assert exec_cache._outdated(None, env, set(), set(), set()) == ["chapters/02"]
+
+
 def test_the_book_loads_the_extension():
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
     assert config["sphinx"]["local_extensions"].get("exec_cache") == "_ext/"
     assert config["execute"]["execute_notebooks"] == "cache"
+
+
+# A damaged entry of the execution cache, on a real build -------------------------------------
+
+SCRIPT = ROOT / "tools" / "build_book.py"
+
+
+@pytest.fixture
+def built(tmp_path):
+    """A one-chapter book that loads this extension, built once (its cache holds one entry)."""
+    if shutil.which("jupyter-book", path=str(pathlib.Path(sys.executable).parent)) is None:
+        pytest.skip("jupyter-book is not installed in this environment")
+    real = yaml.safe_load((ROOT / "_config.yml").read_text())
+    config = {
+        "title": "scratch",
+        "execute": real["execute"],
+        "only_build_toc_files": True,
+        "sphinx": {"local_extensions": {"exec_cache": str(ROOT / "_ext")}},
+    }
+    (tmp_path / "_config.yml").write_text(yaml.safe_dump(config))
+    toc = {"format": "jb-book", "root": "intro", "chapters": [{"file": "chapter"}]}
+    (tmp_path / "_toc.yml").write_text(yaml.safe_dump(toc))
+    (tmp_path / "intro.md").write_text("# Intro\n")
+    notebook = {
+        "cells": [
+            {"cell_type": "markdown", "id": "c0", "metadata": {}, "source": ["# A chapter\n"]},
+            {
+                "cell_type": "code",
+                "execution_count": None,
+                "id": "c1",
+                "metadata": {},
+                "outputs": [],
+                "source": ["print(6 * 7)\n"],
+            },
+        ],
+        "metadata": {
+            "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}
+        },
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    (tmp_path / "chapter.ipynb").write_text(json.dumps(notebook))
+    first = _build(tmp_path)
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+    return tmp_path
+
+
+def _build(root):
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), str(root)], capture_output=True, text=True, timeout=600
+    )
+
+
+def _entry(root) -> pathlib.Path:
+    (entry,) = (root / "_build" / ".jupyter_cache" / "executed").glob("*/base.ipynb")
+    return entry
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        pytest.param(lambda text: text[: len(text) // 2], id="truncated"),
+        pytest.param(lambda text: text.replace("42", "43"), id="edited-still-json"),
+    ],
+)
+def test_a_damaged_cache_entry_is_dropped_and_its_chapter_executes_again(built, damage):
+    """A truncated entry used to fail every later build inside nbformat (NotJSONError, naming
+    neither file nor fix); an edited one was published as if the chapter had printed it."""
+    entry = _entry(built)
+    recorded = json.loads((entry.parents[2] / exec_cache.ENTRIES).read_text())
+    assert recorded == {entry.parent.name: exec_cache.entry_digest(entry.parent)}
+    entry.write_text(damage(entry.read_text()))
+    (built / "chapter.ipynb").touch()  # the page is read again, as after any edit
+    again = _build(built)
+    log = again.stdout + again.stderr
+    assert again.returncode == 0, log[-3000:]
+    assert log.count("execution cache: dropped the entry of") == 1, log[-3000:]
+    assert "chapter.ipynb" in log and "executes again" in log
+    assert "Executing notebook" in log, "the chapter was not executed again"
+    page = (built / "_build" / "html" / "chapter.html").read_text()
+    assert re.findall(r"<pre><span></span>(\d+)", page) == ["42"], "the chapter's output"
+    entry = _entry(built)  # the new entry is recorded and used by the next build
+    assert json.loads((entry.parents[2] / exec_cache.ENTRIES).read_text()) == {
+        entry.parent.name: exec_cache.entry_digest(entry.parent)
+    }
+    (built / "chapter.ipynb").touch()
+    third = _build(built)
+    assert third.returncode == 0 and "Executing notebook" not in third.stdout + third.stderr
+
+
+def test_a_dropped_entry_marks_its_notebook_outdated_even_when_its_source_did_not_change(
+    built,
+):
+    entry = _entry(built)
+    entry.write_text("{")
+    again = _build(built)  # no source change: Sphinx alone would not read the chapter
+    log = again.stdout + again.stderr
+    assert again.returncode == 0, log[-3000:]
+    assert "dropped the entry of" in log and "Executing notebook" in log

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 import torch
 
@@ -129,6 +129,116 @@ def int_in_range(name: str, value: object, lo: int, hi: int | None = None) -> in
     return int(value)
 
 
+MAX_RESULT_BYTES = 2**32
+"""The most memory, 4 GiB, a public function may allocate for one result, estimated from its
+size arguments before anything is allocated (:func:`result_size`); a larger request raises a
+ValueError naming the arguments, instead of allocating for minutes or being killed for lack of
+memory. Counted at working precision: a table computed in float64 and then rounded counts 8
+bytes per element whatever dtype it is returned in. It admits, for example, cos and sin tables
+for 2**20 positions x head_dim 128 in float64 (2 GiB) and a 2**18 x 2048 float64 sinusoidal
+table (4 GiB); the peak memory of a call is a small multiple of its estimate (temporaries).
+Read at every call, so it can be raised (or lowered) by assigning to it."""
+
+MAX_WIDTH = 2**20
+"""The largest width (d_model, head_dim, rotary_dim) any function accepts: 1048576 dims, far
+beyond any model's, and small enough that a per-dimension vector (the frequencies) or a
+Python loop over the pairs stays cheap."""
+
+MAX_HEADS = 2**16
+"""The largest number of attention heads (ALiBi, T5's bias, multi-head attention): 65536. ALiBi's
+slopes are built in a Python loop over the heads (the reference ``get_slopes``), so their count
+is bounded, not only the bytes of the result."""
+
+
+def _amount(limit: int) -> str:
+    """``2**k = n`` for a power of two from 2**10 on, else ``n``."""
+    if limit >= 1024 and limit & (limit - 1) == 0:
+        return f"2**{limit.bit_length() - 1} = {limit}"
+    return str(limit)
+
+
+def format_bytes(n: int) -> str:
+    """A byte count for a message: ``512 bytes``, ``1.5 KiB``, ... ``8.0 TiB``."""
+    units = ("bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "ZiB", "YiB")
+    if n < 1024:
+        return f"{n} bytes"
+    step = min((n.bit_length() - 1) // 10, len(units) - 1)
+    if n >= 1024 ** (len(units) + 20):  # too large for a float: give the order of magnitude
+        return f"more than 10**{len(str(n)) - 1} bytes"
+    value = n / 1024**step
+    return f"{value:.1f} {units[step]}" if value < 1024 else f"{value:.3g} {units[step]}"
+
+
+def size(name: str, value: object, limit: int, unit: str, *, where: str, why: str = "") -> int:
+    """Return ``value`` as an int, requiring a positive integer at most ``limit``.
+
+    The ValueError for a value above the limit reads ``"<where>: <name>=<value> is too large:
+    at most <limit> <unit> (<why>)"``.
+    """
+    value = positive_int(name, value)
+    if value > limit:
+        raise ValueError(
+            f"{where}: {name}={value} is too large: at most {_amount(limit)} {unit}"
+            + (f" ({why})" if why else "")
+        )
+    return value
+
+
+def width(name: str, value: object, *, where: str, even: bool = True) -> int:
+    """Return a width (d_model, head_dim, ...) as an int: a positive integer, even unless
+    ``even=False`` (dimensions used in pairs), at most :data:`MAX_WIDTH`."""
+    value = even_int(name, value) if even else positive_int(name, value)
+    return size(name, value, MAX_WIDTH, "dims", where=where, why="MAX_WIDTH")
+
+
+def position_count(name: str, value: object, *, where: str) -> int:
+    """Return a positive number of positions (a sequence length, a context length, a distance)
+    as an int, at most 2**53: beyond it positions are integers float64 does not hold exactly."""
+    return size(
+        name,
+        value,
+        MAX_EXACT_POSITION,
+        "positions",
+        where=where,
+        why="the integers float64 holds exactly, which positions are converted to",
+    )
+
+
+def result_size(
+    where: str,
+    what: str,
+    sizes: Mapping[str, object] | Iterable[tuple[str, object]],
+    n_elements: int,
+    element_bytes: int = 8,
+    *,
+    precision: str = "float64 working precision",
+    advice: str = "",
+) -> int:
+    """Refuse a result of ``n_elements * element_bytes`` bytes above :data:`MAX_RESULT_BYTES`,
+    before anything is allocated; return the estimate.
+
+    Args:
+        where: the public function (or class) the request came to, for the message.
+        what: what would be built, e.g. ``"the table"``.
+        sizes: the arguments (or shapes) that fix its size, ``{"n_positions": n, ...}`` or
+            ``[("s", s), ("s", s)]``, named in the message with their values.
+        n_elements: the number of elements (Python ints, so no overflow).
+        element_bytes: bytes per element at working precision (8 for float64 and int64).
+        precision: what ``element_bytes`` counts, for the message.
+        advice: how to get the result anyway (in chunks, say), appended to the message.
+    """
+    need = n_elements * element_bytes
+    if need > MAX_RESULT_BYTES:
+        pairs = sizes.items() if isinstance(sizes, Mapping) else sizes
+        dims = " x ".join(f"{name}={value}" for name, value in pairs)
+        raise ValueError(
+            f"{where}: {what} for {dims} would need {format_bytes(need)} ({precision}); at most "
+            f"{format_bytes(MAX_RESULT_BYTES)} (MAX_RESULT_BYTES) is allowed"
+            + (f"; {advice}" if advice else "")
+        )
+    return need
+
+
 def real_in_range(name: str, value: object, lo: float, hi: float, *, rel_tol: float = 0.0) -> float:
     """Return ``value`` as a float in ``[lo, hi]``, for positive bounds ``0 < lo <= hi``.
 
@@ -158,20 +268,93 @@ def boolean(name: str, value: object) -> bool:
 
 
 def device_value(name: str, value: object) -> torch.device | None:
-    """Return ``value`` as a torch.device (None stays None), refusing what torch cannot parse."""
-    if value is None or isinstance(value, torch.device):
+    """Return ``value`` as a torch.device (None stays None), refusing what torch cannot parse
+    and a device this process cannot use.
+
+    ``"cpu"`` and ``"meta"`` (shapes without data) are always available; ``"cuda"`` needs
+    ``torch.cuda.is_available()`` and an index below ``torch.cuda.device_count()``, ``"mps"``
+    ``torch.backends.mps.is_available()`` (index 0 only); another type needs its torch module's
+    ``is_available()`` (``torch.xpu``, ...) or, without one, an empty tensor to be creatable
+    there. The ValueError names the device and lists the available ones.
+    """
+    if value is None:
         return value
-    if not isinstance(value, (str, int)) or isinstance(value, bool):
+    if isinstance(value, torch.device):
+        device = value
+    elif not isinstance(value, (str, int)) or isinstance(value, bool):
         raise TypeError(
             f"{name} must be a torch.device, a string such as 'cpu' or 'cuda:0', or None; "
             f"got {type(value).__name__} {value!r}"
         )
-    try:
-        return torch.device(value)
-    except RuntimeError as exc:
+    else:
+        try:
+            device = torch.device(value)
+        except RuntimeError as exc:
+            raise ValueError(
+                f"{name} must name a device such as 'cpu' or 'cuda:0', got {value!r} ({exc})"
+            ) from None
+    why = _unavailable(device)
+    if why is not None:
         raise ValueError(
-            f"{name} must name a device such as 'cpu' or 'cuda:0', got {value!r} ({exc})"
-        ) from None
+            f"{name}={value!r} is not available in this process: {why}; available devices: "
+            f"{', '.join(repr(d) for d in available_devices())}"
+        )
+    return device
+
+
+def available_devices() -> list[str]:
+    """The devices this process can use: ``"cpu"``, every CUDA device, ``"mps"`` and every XPU
+    device when available, and ``"meta"``."""
+    found = ["cpu"]
+    if torch.cuda.is_available():
+        found += [f"cuda:{i}" for i in range(torch.cuda.device_count())]
+    if torch.backends.mps.is_available():
+        found.append("mps")
+    xpu = getattr(torch, "xpu", None)
+    if xpu is not None and _call(xpu, "is_available"):
+        found += [f"xpu:{i}" for i in range(_call(xpu, "device_count") or 0)]
+    return found + ["meta"]
+
+
+def _call(module: object, function: str) -> object:
+    """``module.function()``, or None if it is missing or fails."""
+    try:
+        return getattr(module, function)()
+    except Exception:  # a backend's probe may raise anything; absent means unavailable
+        return None
+
+
+def _unavailable(device: torch.device) -> str | None:
+    """Why ``device`` cannot be used here, or None if it can."""
+    kind, index = device.type, device.index
+    if kind in ("cpu", "meta"):
+        return None
+    if kind == "cuda":
+        if not torch.cuda.is_available():
+            return "torch.cuda.is_available() is False (no CUDA build or no GPU)"
+        count = torch.cuda.device_count()
+        if index is not None and index >= count:
+            return f"CUDA device index {index} is not below torch.cuda.device_count() = {count}"
+        return None
+    if kind == "mps":
+        if not torch.backends.mps.is_available():
+            return "torch.backends.mps.is_available() is False"
+        if index not in (None, 0):
+            return f"there is one MPS device, index 0, not {index}"
+        return None
+    module = getattr(torch, kind, None)
+    if module is not None and hasattr(module, "is_available"):
+        if not _call(module, "is_available"):
+            return f"torch.{kind}.is_available() is False"
+        count = _call(module, "device_count")
+        if index is not None and isinstance(count, int) and index >= count:
+            return f"{kind} device index {index} is not below torch.{kind}.device_count() = {count}"
+        return None
+    try:  # a backend with no availability check of its own (xla, ...): try an empty tensor
+        torch.empty(0, device=device)
+    except Exception as exc:  # torch raises RuntimeError, NotImplementedError, AssertionError
+        return f"torch cannot create a tensor there ({type(exc).__name__}: {str(exc)[:120]})"
+    return None
 
 
 def float_dtype(name: str, value: object) -> torch.dtype:

@@ -33,7 +33,8 @@ def alibi_slopes(
     ``get_slopes`` (Press et al. 2022, Sec. 3, and ofirpress/attention_with_linear_biases).
 
     Args:
-        n_heads: number of attention heads, a positive integer.
+        n_heads: number of attention heads, a positive integer at most 2**16 (``MAX_HEADS``:
+            the slopes are built in a Python loop over the heads, as the reference does).
         dtype: real floating dtype of the result (exponents are exact; each slope is 2**e
             computed in float64 and rounded once to ``dtype``).
         device: device of the result (a torch.device, a string such as ``"cpu"``, or None
@@ -44,10 +45,23 @@ def alibi_slopes(
         the slopes of the power of two c are followed by the interleaved ones, which are larger
         than the last of the first c.
     """
-    n_heads = check.positive_int("n_heads", n_heads)
+    n_heads = _heads(n_heads, "alibi_slopes")
     dtype = check.float_dtype("dtype", dtype)
     device = check.device_value("device", device)
     return round_once(alibi_slopes_formula(n_heads), dtype).to(device=device)
+
+
+def _heads(n_heads: object, where: str) -> int:
+    """A checked head count: a positive integer at most ``MAX_HEADS`` (the slopes loop in
+    Python over the heads)."""
+    return check.size(
+        "n_heads",
+        n_heads,
+        check.MAX_HEADS,
+        "heads",
+        where=where,
+        why="MAX_HEADS; the slopes are built in a Python loop over the heads",
+    )
 
 
 def alibi_slopes_formula(n_heads: int) -> torch.Tensor:
@@ -88,9 +102,12 @@ def alibi_bias(
     ``tests/core/test_alibi.py`` against the formula with independently transcribed slopes.
 
     Args:
-        n_heads: number of heads, a positive integer.
+        n_heads: number of heads, a positive integer at most 2**16 (``MAX_HEADS``).
         q_len: number of queries, a positive integer <= k_len.
-        k_len: number of keys, a positive integer.
+        k_len: number of keys, a positive integer. The bias, counted in float64
+            (n_heads x q_len x k_len x 8 bytes), may take at most ``MAX_RESULT_BYTES``
+            (4 GiB), e.g. 8 heads at q_len = k_len = 8192; beyond, use
+            :func:`alibi_key_bias` (causal) or chunks of queries.
         causal: True or False (a numpy bool too). If True, entry (h, r, j) is
             ``-m_h * (i - j)`` for keys at or before the query (j <= i) and ``-inf`` after it
             (the bias carries the causal mask). If False, the bidirectional form
@@ -101,7 +118,7 @@ def alibi_bias(
     Returns:
         tensor of shape ``(n_heads, q_len, k_len)``, added to scores before the softmax.
     """
-    n_heads = check.positive_int("n_heads", n_heads)
+    n_heads = _heads(n_heads, "alibi_bias")
     q_len = check.positive_int("q_len", q_len)
     k_len = check.positive_int("k_len", k_len)
     if q_len > k_len:
@@ -109,6 +126,14 @@ def alibi_bias(
             f"q_len must be <= k_len (queries are the last q_len keys), got q_len={q_len}, "
             f"k_len={k_len}"
         )
+    check.result_size(
+        "alibi_bias",
+        "the bias",
+        {"n_heads": n_heads, "q_len": q_len, "k_len": k_len},
+        n_heads * q_len * k_len,
+        advice="under a causal mask alibi_key_bias (n_heads, 1, k_len) gives the same "
+        "attention; or build the bias for chunks of queries",
+    )
     causal = check.boolean("causal", causal)
     dtype = check.float_dtype("dtype", dtype)
     device = check.device_value("device", device)
@@ -152,8 +177,9 @@ def alibi_key_bias(
     ``tests/core/test_alibi.py`` against softmax rows of :func:`alibi_bias`.
 
     Args:
-        n_heads: number of heads, a positive integer.
-        k_len: number of keys, a positive integer.
+        n_heads: number of heads, a positive integer at most 2**16 (``MAX_HEADS``).
+        k_len: number of keys, a positive integer; the bias, counted in float64
+            (n_heads x k_len x 8 bytes), may take at most ``MAX_RESULT_BYTES`` (4 GiB).
         dtype: real floating dtype of the result (computed in float64, rounded once).
         device: device of the result (a torch.device, a string such as ``"cpu"``, or None).
 
@@ -161,8 +187,11 @@ def alibi_key_bias(
         tensor of shape ``(n_heads, 1, k_len)``: entry (h, 0, j) is ``m_h * j``; it broadcasts
         over the query dimension.
     """
-    n_heads = check.positive_int("n_heads", n_heads)
+    n_heads = _heads(n_heads, "alibi_key_bias")
     k_len = check.positive_int("k_len", k_len)
+    check.result_size(
+        "alibi_key_bias", "the bias", {"n_heads": n_heads, "k_len": k_len}, n_heads * k_len
+    )
     dtype = check.float_dtype("dtype", dtype)
     device = check.device_value("device", device)
     slopes = alibi_slopes_formula(n_heads).to(device=device)  # (h,), float64

@@ -21,7 +21,7 @@ import torch
 
 from . import _validation as check
 from .rope import rope_angles
-from .sinusoidal import _frequencies, sinusoidal_frequencies
+from .sinusoidal import _frequencies
 
 __all__ = [
     "cosine_similarity_matrix",
@@ -38,6 +38,8 @@ __all__ = [
     "rope_base_meets_bound",
     "rope_base_lower_bound",
     "MAX_BOUND_CONTEXT",
+    "MAX_BOUND_EVALUATIONS",
+    "MAX_BOUND_SEARCH_STEP",
     "score_decomposition",
 ]
 
@@ -49,12 +51,21 @@ def cosine_similarity_matrix(table: torch.Tensor) -> torch.Tensor:
     for a sinusoidal table (Vaswani et al. 2017, Sec. 3.5).
 
     Args:
-        table: ``(n, d)`` finite floating encodings, d >= 1 (rows with zero norm are rejected).
+        table: ``(n, d)`` finite floating encodings, d >= 1 (rows with zero norm are rejected);
+            the float64 result (n x n x 8 bytes) may take at most ``MAX_RESULT_BYTES`` (4 GiB):
+            n up to 23170.
 
     Returns:
         float64 tensor ``(n, n)`` with ones on the diagonal.
     """
-    return _cosine_similarity(_check_table(table))
+    t = _check_table(table)
+    _check_square("cosine_similarity_matrix", "the (n, n) similarity matrix", t.shape[0], 1)
+    return _cosine_similarity(t)
+
+
+def _check_square(where: str, what: str, n: int, count: int) -> None:
+    """Refuse ``count`` float64 (n, n) matrices above ``MAX_RESULT_BYTES``."""
+    check.result_size(where, what, {"n": n}, count * n * n, advice="use fewer rows")
 
 
 def _cosine_similarity(t: torch.Tensor) -> torch.Tensor:
@@ -106,7 +117,8 @@ def similarity_by_offset(table: torch.Tensor, max_offset: int | None = None) -> 
     for a learned table it is the average over the available pairs.
 
     Args:
-        table: ``(n, d)`` finite floating encodings, n >= 1.
+        table: ``(n, d)`` finite floating encodings, n >= 1; the (n, n) float64 similarity
+            matrix it needs may take at most ``MAX_RESULT_BYTES`` (4 GiB): n up to 23170.
         max_offset: largest k, a non-negative integer < n (default n - 1).
 
     Returns:
@@ -117,6 +129,7 @@ def similarity_by_offset(table: torch.Tensor, max_offset: int | None = None) -> 
     max_offset = n - 1 if max_offset is None else check.non_negative_int("max_offset", max_offset)
     if max_offset >= n:
         raise ValueError(f"max_offset must be < the number of rows n={n}, got {max_offset}")
+    _check_square("similarity_by_offset", "the (n, n) similarity matrix", n, 1)
     sim = _cosine_similarity(t)  # (n, n)
     return torch.stack([torch.diagonal(sim, offset=k).mean() for k in range(max_offset + 1)])
 
@@ -136,13 +149,24 @@ def sinusoidal_similarity(
 
     Args:
         offsets: any shape ``K`` of finite real offsets k.
-        d_model, base: as in :func:`~posenc_core.sinusoidal.sinusoidal_frequencies`.
+        d_model, base: as in :func:`~posenc_core.sinusoidal.sinusoidal_frequencies` (d_model
+            at most 2**20); the float64 angles (numel(K) x d_model/2 x 8 bytes) may take at
+            most ``MAX_RESULT_BYTES`` (4 GiB).
 
     Returns:
         float64 tensor of shape ``K``.
     """
     k = check.as_positions("offsets", offsets)
-    omega = sinusoidal_frequencies(d_model, base=base).to(k.device)  # (d/2,)
+    d_model = check.width("d_model", d_model, where="sinusoidal_similarity")
+    base = check.base_value("base", base)
+    check.result_size(
+        "sinusoidal_similarity",
+        "the angles",
+        {"offsets.shape": tuple(k.shape), "d_model": d_model},
+        k.numel() * (d_model // 2),
+        advice="evaluate the offsets in chunks",
+    )
+    omega = _frequencies(d_model, base).to(k.device)  # (d/2,)
     return torch.cos(k.unsqueeze(-1) * omega).mean(-1)
 
 
@@ -201,13 +225,14 @@ def neighbour_distance(d_model: int, *, base: float = 10000.0) -> float:
     table in ``tests/core/test_analysis.py``).
 
     Args:
-        d_model: model width, a positive even integer.
+        d_model: model width, a positive even integer, at most 2**20 (``MAX_WIDTH``).
         base: frequency base, finite and > 1.
 
     Returns:
         the distance, a float in (0, sqrt(2 d_model)].
     """
-    omega = sinusoidal_frequencies(d_model, base=base)
+    d_model = check.width("d_model", d_model, where="neighbour_distance")
+    omega = _frequencies(d_model, check.base_value("base", base))
     return float((2 * (1 - torch.cos(omega))).sum().sqrt())
 
 
@@ -222,8 +247,9 @@ def count_pairs(
     against a direct count and the closed form floor(d/2 log(L/2pi) / log b) + 1.
 
     Args:
-        head_or_model_dim: d_model (or head_dim), positive and even.
-        length: sequence length L, a positive integer.
+        head_or_model_dim: d_model (or head_dim), positive and even, at most 2**20
+            (``MAX_WIDTH``).
+        length: sequence length L, a positive integer, at most 2**53.
         base: frequency base, finite and > 1.
         frozen_angle: pairs turning less than this many radians count as frozen.
 
@@ -232,8 +258,8 @@ def count_pairs(
         (omega_i L < frozen_angle) and ``partial`` (the rest). An angle exactly on a
         threshold falls on the side its float64 value gives.
     """
-    head_or_model_dim = check.even_int("head_or_model_dim", head_or_model_dim)
-    length = check.positive_int("length", length)
+    head_or_model_dim = check.width("head_or_model_dim", head_or_model_dim, where="count_pairs")
+    length = check.position_count("length", length, where="count_pairs")
     base = check.base_value("base", base)
     frozen_angle = check.real_number("frozen_angle", frozen_angle)
     if not 0 < frozen_angle < 2 * math.pi:
@@ -252,7 +278,9 @@ def nearest_neighbour_margin(table: torch.Tensor) -> dict[str, Any]:
     table whose distances and similarities are known by hand.
 
     Args:
-        table: ``(n, d)`` finite floating encodings, n >= 2, d >= 1, no row of zeros.
+        table: ``(n, d)`` finite floating encodings, n >= 2, d >= 1, no row of zeros; the two
+            (n, n) float64 matrices it needs (distances, similarities) may take at most
+            ``MAX_RESULT_BYTES`` (4 GiB): n up to 16384.
 
     Returns:
         dict with ``min_distance`` (float, smallest over p), ``nearest_distance`` (float64
@@ -260,6 +288,9 @@ def nearest_neighbour_margin(table: torch.Tensor) -> dict[str, Any]:
         ``argmax_pair`` ((p, q) achieving it) and ``all_distinct`` (no two rows equal).
     """
     t = _check_table(table, min_rows=2)  # (n, d), float64
+    _check_square(
+        "nearest_neighbour_margin", "the (n, n) distances and similarities", t.shape[0], 2
+    )
     dist = torch.cdist(t, t)  # (n, n)
     dist.fill_diagonal_(float("inf"))
     nearest = dist.min(dim=1).values  # (n,)
@@ -298,14 +329,17 @@ def rope_score_vs_distance(
 
     Args:
         distances: any shape ``K`` of finite real relative distances n - m.
-        head_dim, base, scaling: as in :func:`~posenc_core.rope.rope_frequencies`.
+        head_dim, base, scaling: as in :func:`~posenc_core.rope.rope_frequencies` (head_dim
+            at most 2**20); the float64 angles and their cosines and sines (numel(K) x
+            head_dim x 8 bytes) may take at most ``MAX_RESULT_BYTES`` (4 GiB).
         q, k: optional finite floating ``(head_dim,)`` vectors, paired as (2i, 2i+1).
 
     Returns:
         float64 tensor of shape ``K``.
     """
     dist = check.as_positions("distances", distances)  # K, float64
-    d = check.even_int("head_dim", head_dim)
+    d = check.width("head_dim", head_dim, where="rope_score_vs_distance")
+    _check_curve_size("rope_score_vs_distance", dist, d, d)
     angles = rope_angles(dist, d, base=base, scaling=scaling)  # K + (d/2,)
     if q is None and k is None:
         return torch.cos(angles).mean(-1)
@@ -337,17 +371,33 @@ def rope_decay_bound(
 
     Args:
         distances: any shape ``K`` of finite real relative distances m.
-        head_dim: head width, a positive even integer (d above).
+        head_dim: head width, a positive even integer (d above), at most 2**20; the complex
+            partial sums (numel(K) x head_dim/2 x 16 bytes) may take at most
+            ``MAX_RESULT_BYTES`` (4 GiB).
         base: frequency base, finite and > 1 (theta_i = base**(-2i/d)).
 
     Returns:
         float64 tensor of shape ``K`` (the shape of ``distances``); d/4 + 1/2 at distance 0.
     """
     dist = check.as_positions("distances", distances)  # K, float64
-    head_dim = check.even_int("head_dim", head_dim)
+    head_dim = check.width("head_dim", head_dim, where="rope_decay_bound")
+    _check_curve_size("rope_decay_bound", dist, head_dim, head_dim, "complex128 partial sums")
     angles = rope_angles(dist, head_dim, base=base)  # K + (d/2,)
     partial = torch.cumsum(torch.polar(torch.ones_like(angles), angles), dim=-1)  # S_1 .. S_{d/2}
     return partial.abs().mean(-1)
+
+
+def _check_curve_size(
+    where: str, dist: torch.Tensor, head_dim: int, per_distance: int, what: str = ""
+) -> None:
+    """Refuse ``per_distance`` float64 values per distance (8 bytes each) above the limit."""
+    check.result_size(
+        where,
+        what or "the angles, cosines and sines",
+        {"distances.shape": tuple(dist.shape), "head_dim": head_dim},
+        dist.numel() * per_distance,
+        advice="evaluate the distances in chunks",
+    )
 
 
 def score_decomposition(
@@ -365,7 +415,9 @@ def score_decomposition(
     Args:
         content: ``(s, d)`` finite floating token embeddings e.
         position: ``(s, d)`` finite floating position encodings p.
-        w_q, w_k: ``(d, d_h)`` finite floating projections, d_h >= 1.
+        w_q, w_k: ``(d, d_h)`` finite floating projections, d_h >= 1. The five float64
+            ``(s, s)`` results and the ``(d, d)`` product may take at most
+            ``MAX_RESULT_BYTES`` (4 GiB) together.
 
     Returns:
         dict of float64 ``(s, s)`` tensors: ``content_content``, ``content_position``,
@@ -385,6 +437,14 @@ def score_decomposition(
             f"w_q and w_k must both have shape (d={content.shape[1]}, d_h) with d_h >= 1, got "
             f"{tuple(w_q.shape)} and {tuple(w_k.shape)}"
         )
+    s, d = content.shape
+    check.result_size(
+        "score_decomposition",
+        "the five (s, s) terms and the (d, d) product",
+        {"s": s, "d": d},
+        5 * s * s + d * d,
+        advice="decompose the scores of fewer tokens",
+    )
     for name, t in (("content", content), ("position", position), ("w_q", w_q), ("w_k", w_k)):
         check.finite(name, t)
     e, p = content.detach().double(), position.detach().double()
@@ -422,15 +482,25 @@ def rope_bound_curve(context_length: int, head_dim: int, *, base: float = 10000.
     ``tests/core/test_base_bound.py``, and against numpy's float64 cos).
 
     Args:
-        context_length: L, a non-negative integer (the curve has L + 1 values).
-        head_dim: d, a positive even integer.
+        context_length: L, a non-negative integer (the curve has L + 1 values); the float64
+            angles ((L + 1) x d/2 x 8 bytes) may take at most ``MAX_RESULT_BYTES`` (4 GiB):
+            L up to 2**23 - 1 for head_dim 128 (:func:`rope_base_meets_bound` evaluates
+            longer contexts in chunks).
+        head_dim: d, a positive even integer, at most 2**20 (``MAX_WIDTH``).
         base: RoPE base b, finite and > 1 (theta_i = b**(-2i/d)).
 
     Returns:
         float64 tensor ``(L + 1,)``; ``B(0) = d / 2``.
     """
     context_length = check.non_negative_int("context_length", context_length)
-    head_dim = check.even_int("head_dim", head_dim)
+    head_dim = check.width("head_dim", head_dim, where="rope_bound_curve")
+    check.result_size(
+        "rope_bound_curve",
+        "the (context_length + 1, head_dim / 2) angles",
+        {"context_length": context_length, "head_dim": head_dim},
+        (context_length + 1) * (head_dim // 2),
+        advice="rope_base_meets_bound tests B(m) >= 0 in chunks",
+    )
     base = check.base_value("base", base)
     m = torch.arange(context_length + 1, dtype=torch.float64)  # (L+1,)
     return torch.cos(rope_angles(m, head_dim, base=base)).sum(-1)  # (L+1,)
@@ -444,15 +514,25 @@ def rope_base_meets_bound(context_length: int, head_dim: int, *, base: float) ->
     against numpy in ``tests/core/test_base_bound.py``.
 
     Args:
-        context_length: L, a non-negative integer.
-        head_dim: d, a positive even integer.
+        context_length: L, a non-negative integer, with (L + 1) x d/2 at most
+            :data:`MAX_BOUND_EVALUATIONS` = 2**32 cosines (about 20 s on one core): L up to
+            2**26 - 1 for head_dim 128.
+        head_dim: d, a positive even integer, at most 2**20 (``MAX_WIDTH``).
         base: RoPE base b, finite and > 1.
 
     Returns:
         True when the base meets the bound for L.
     """
     context_length = check.non_negative_int("context_length", context_length)
-    head_dim = check.even_int("head_dim", head_dim)
+    head_dim = check.width("head_dim", head_dim, where="rope_base_meets_bound")
+    _check_work(
+        "rope_base_meets_bound",
+        context_length,
+        head_dim,
+        (context_length + 1) * (head_dim // 2),
+        MAX_BOUND_EVALUATIONS,
+        "MAX_BOUND_EVALUATIONS: about 20 s on one core",
+    )
     base = check.base_value("base", base)
     with _one_thread():
         return _BoundSearch(context_length, head_dim).exclusion(math.log(base)) is None
@@ -460,6 +540,24 @@ def rope_base_meets_bound(context_length: int, head_dim: int, *, base: float) ->
 
 MAX_BOUND_CONTEXT = 2**18
 """The largest ``context_length`` :func:`rope_base_lower_bound` accepts (about a minute)."""
+
+MAX_BOUND_EVALUATIONS = 2**32
+"""The most cosines, (context_length + 1) x head_dim / 2, :func:`rope_base_meets_bound`
+evaluates: about 20 s on one core; L up to 2**26 - 1 for head_dim 128."""
+
+MAX_BOUND_SEARCH_STEP = 2**24
+"""The most cosines per step, context_length x head_dim / 2, of :func:`rope_base_lower_bound`:
+2**18 x 64, the documented worst case of about a minute (head_dim 128 at L = 2**18); the cost
+grows with both."""
+
+
+def _check_work(where: str, length: int, head_dim: int, work: int, limit: int, why: str) -> None:
+    """Refuse a search of ``work`` cosine evaluations above ``limit``, naming L and head_dim."""
+    if work > limit:
+        raise ValueError(
+            f"{where}: context_length={length} x head_dim={head_dim} is too large: it needs "
+            f"{work} cosine evaluations, at most {limit} ({why}) are allowed"
+        )
 
 
 def rope_base_lower_bound(
@@ -508,8 +606,9 @@ def rope_base_lower_bound(
 
     Args:
         context_length: L, an integer in 2 .. 2**18 (for L <= 1 every base > 1 meets the
-            bound; above 2**18 the search would take hours, see "Cost").
-        head_dim: d, an even integer >= 6.
+            bound; above 2**18 the search would take hours, see "Cost"), with L x d/2 at most
+            :data:`MAX_BOUND_SEARCH_STEP` = 2**24 (L = 2**18 for head_dim 128; 2**14 for 2048).
+        head_dim: d, an even integer >= 6, at most 2**20 (``MAX_WIDTH``).
         island: width in ln b below which a stretch of feasible bases may be missed, a real
             number in [1e-6, 0.1].
         rtol: accuracy of the result in ln b (so relative to the base), in [1e-12, 1e-3] and
@@ -525,12 +624,20 @@ def rope_base_lower_bound(
             f"search (2**18 takes about a minute on two cores and the cost grows faster than "
             f"L, so {context_length} would take hours), got {context_length}"
         )
-    head_dim = check.even_int("head_dim", head_dim)
+    head_dim = check.width("head_dim", head_dim, where="rope_base_lower_bound")
     if head_dim < 6:
         raise ValueError(
             f"head_dim must be an even integer >= 6 for the base bound (with d/2 >= 3 pairs a "
             f"large enough base always meets it; with one pair none does), got {head_dim}"
         )
+    _check_work(
+        "rope_base_lower_bound",
+        context_length,
+        head_dim,
+        context_length * (head_dim // 2),
+        MAX_BOUND_SEARCH_STEP,
+        "MAX_BOUND_SEARCH_STEP cosines per step, about a minute in all",
+    )
     island = check.real_in_range("island", island, 1e-6, 0.1)
     rtol = check.real_in_range("rtol", rtol, 1e-12, 1e-3)
     if rtol > island:
@@ -566,9 +673,6 @@ class _BoundSearch:
         self.witnesses: torch.Tensor | None = None  # (w,) distances m
         self.last_chunk = 0
         self.chunk = max(16, _BOUND_CHUNK_ELEMENTS // (head_dim // 2))  # rows m per step
-        n_pairs = head_dim // 2
-        # a base this large or larger meets the bound (n_pairs >= 3), see the public docstring
-        self.u_max = n_pairs * math.log(context_length / math.acos(1 / (n_pairs - 1)))
 
     def _radius(self, m: torch.Tensor, theta: torch.Tensor, keep: bool) -> float | None:
         """Largest certified radius over distances m ``(k,)`` with B(m) < 0, or None; with
@@ -609,14 +713,17 @@ class _BoundSearch:
 
     def lower_bound(self, island: float, rtol: float) -> float:
         """The certified scan, then the bisection (see :func:`rope_base_lower_bound`)."""
+        n_pairs = self.head_dim // 2  # >= 3 and L >= 2 here (rope_base_lower_bound checks)
+        # a base this large or larger meets the bound, see the public docstring
+        u_max = n_pairs * math.log(self.length / math.acos(1 / (n_pairs - 1)))
         lo, u = 0.0, island  # lo: every base in (1, exp(lo)) is certified or scanned
-        while u < self.u_max:
+        while u < u_max:
             r = self.exclusion(u)
             if r is None:
                 break
             lo = u + r
             u += max(island, r)
-        hi = min(u, self.u_max)  # feasible (evaluated, or by the closed-form argument)
+        hi = min(u, u_max)  # feasible (evaluated, or by the closed-form argument)
         lo = min(lo, hi)
         while hi - lo > rtol:
             mid = 0.5 * (lo + hi)

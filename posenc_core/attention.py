@@ -120,7 +120,10 @@ def attention(
         bias: additive floating-point scores (0 keeps, -inf hides; not a boolean mask) that
             broadcast to ``(..., s_q, s_k)`` without enlarging it (e.g. ``(s_q, s_k)``,
             ``(h, s_q, s_k)`` or ``(h, 1, s_k)``), on q's device; cast to q's dtype.
-        return_weights: True or False; also return the attention weights.
+        return_weights: True or False; also return the attention weights. The scores and
+            weights it builds (2 x ... x s_q x s_k in q's dtype), like the causal mask built
+            for s_q < s_k or with a bias (s_q x s_k), may take at most ``MAX_RESULT_BYTES``
+            (4 GiB).
 
     Returns:
         ``(..., s_q, d_v)``, and the weights ``(..., s_q, s_k)`` if requested (leading
@@ -173,7 +176,7 @@ def attention(
         raise ValueError(f"with causal=True, q may not be longer than k, got s_q={s_q}, s_k={s_k}")
     if bias is not None:
         bias = _check_bias(bias, batch + (s_q, s_k), q)
-    return _attention(q, k, v, causal, bias, return_weights)
+    return _attention(q, k, v, causal, bias, return_weights, "attention")
 
 
 def _attention(
@@ -183,9 +186,12 @@ def _attention(
     causal: bool,
     bias: torch.Tensor | None,
     return_weights: bool,
+    where: str,
 ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
-    """:func:`attention` for checked arguments (the bias checked against the scores)."""
+    """:func:`attention` for checked arguments (the bias checked against the scores); ``where``
+    names the public caller in the message when the scores or the mask would be too large."""
     s_q, s_k = q.shape[-2], k.shape[-2]
+    _check_score_size(q, k, v, bias, causal, return_weights, where)
     if bias is not None:
         bias = bias.to(q.dtype)
         if bias.dim() < 2:  # (s_k,) or (): same broadcast, as SDPA wants >= 2 dims on 4-D input
@@ -202,6 +208,47 @@ def _attention(
         scores = scores + mask
     weights = torch.softmax(scores, dim=-1)  # (..., s_q, s_k)
     return weights @ v, weights
+
+
+def _check_score_size(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    bias: torch.Tensor | None,
+    causal: bool,
+    return_weights: bool,
+    where: str,
+) -> None:
+    """Refuse (``check.result_size``) scores and weights ``(..., s_q, s_k)`` that
+    ``return_weights`` would materialise, or a causal mask ``(s_q, s_k)`` (broadcast with the
+    bias) to be built, above ``MAX_RESULT_BYTES``; the fused kernel itself builds neither."""
+    s_q, s_k = q.shape[-2], k.shape[-2]
+    if return_weights:
+        lead = _broadcast(_shape(q)[:-2], _shape(k)[:-2], _shape(v)[:-2]) or ()  # the bias
+        check.result_size(  # broadcasts to the scores without enlarging them (checked)
+            where,
+            "the attention scores and weights",
+            [("batch", lead), ("s_q", s_q), ("s_k", s_k)],
+            2 * math.prod(lead) * s_q * s_k,
+            q.dtype.itemsize,
+            precision=str(q.dtype),
+            advice="return_weights=False does not build them, or attend in chunks of queries",
+        )
+    elif causal and (bias is not None or s_q != s_k):
+        sizes = [("s_q", s_q), ("s_k", s_k)]
+        mask = (s_q, s_k)
+        if bias is not None:  # the mask is added to the bias: their broadcast is built
+            sizes.insert(0, ("bias.shape", _shape(bias)))
+            mask = _broadcast(_shape(bias), mask)
+        check.result_size(
+            where,
+            "the causal mask",
+            sizes,
+            math.prod(mask),
+            q.dtype.itemsize + 1,
+            precision=f"{q.dtype} and a boolean",
+            advice="attend in chunks of queries",
+        )
 
 
 def self_attention(
@@ -254,7 +301,7 @@ def self_attention(
     s = x.shape[-2]
     if bias is not None:
         bias = _check_bias(bias, _shape(x)[:-2] + (s, s), x)
-    return _attention(x @ w_q, x @ w_k, x @ w_v, causal, bias, return_weights)
+    return _attention(x @ w_q, x @ w_k, x @ w_v, causal, bias, return_weights, "self_attention")
 
 
 class MultiHeadSelfAttention(nn.Module):
@@ -267,8 +314,11 @@ class MultiHeadSelfAttention(nn.Module):
     outputs (chapter 1).
 
     Args:
-        d_model: model width, a positive integer.
-        n_heads: number of heads, a positive integer that divides d_model.
+        d_model: model width, a positive integer at most 2**20 (``MAX_WIDTH``); the
+            projections' 4 d_model**2 + 4 d_model parameters (in the default dtype) may take
+            at most ``MAX_RESULT_BYTES`` (4 GiB).
+        n_heads: number of heads, a positive integer that divides d_model, at most 2**16
+            (``MAX_HEADS``).
         rope: None, or a :class:`~posenc_core.rope.RotaryEmbedding` (its head_dim must be
             d_model // n_heads) applied to queries and keys.
         alibi: True or False; add ALiBi biases (causal or bidirectional to match ``causal`` in
@@ -286,10 +336,20 @@ class MultiHeadSelfAttention(nn.Module):
         bias: bool = True,
     ) -> None:
         super().__init__()
-        self.d_model = check.positive_int("d_model", d_model)
-        self.n_heads = check.positive_int("n_heads", n_heads)
+        where = "MultiHeadSelfAttention"
+        self.d_model = check.width("d_model", d_model, where=where, even=False)
+        self.n_heads = check.size("n_heads", n_heads, check.MAX_HEADS, "heads", where=where)
         if d_model % n_heads:
             raise ValueError(f"n_heads={n_heads} must divide d_model={d_model}")
+        dtype = torch.get_default_dtype()
+        check.result_size(
+            where,
+            "the projections' parameters",
+            {"d_model": self.d_model},
+            4 * self.d_model * (self.d_model + 1),
+            dtype.itemsize,
+            precision=f"{dtype} parameters",
+        )
         self.head_dim = d_model // n_heads
         if rope is not None:
             if not isinstance(rope, RotaryEmbedding):
@@ -324,7 +384,9 @@ class MultiHeadSelfAttention(nn.Module):
                 ``(b, h, s, s)`` without enlarging them (e.g. ``(s, s)``, ``(h, s, s)``,
                 ``(b, 1, 1, s)``), as in :func:`attention`; added to ALiBi's when ``alibi``.
             positions: passed to the rotary embedding (offset or position ids).
-            return_weights: True or False; also return weights ``(b, h, s, s)``.
+            return_weights: True or False; also return weights ``(b, h, s, s)``. Those
+                (scores and weights in x's dtype) and the ALiBi bias (n_heads x s x s in
+                float64) may take at most ``MAX_RESULT_BYTES`` (4 GiB).
 
         Returns:
             ``(b, s, d)`` (and the weights if requested).
@@ -348,6 +410,16 @@ class MultiHeadSelfAttention(nn.Module):
         b, s, _ = x.shape
         if bias is not None:
             bias = _check_bias(bias, (b, self.n_heads, s, s), x)
+        where = "MultiHeadSelfAttention.forward"
+        if self.alibi and s > 0:
+            ab_shape = (self.n_heads, s, s)
+            check.result_size(
+                where,
+                "the ALiBi bias",
+                [("n_heads", self.n_heads), ("s", s), ("s", s)],
+                math.prod(ab_shape if bias is None else _broadcast(_shape(bias), ab_shape)),
+                advice="attend to shorter sequences",
+            )
         qkv = self.qkv(x).view(b, s, 3, self.n_heads, self.head_dim)  # (b, s, 3, h, d_h)
         q, k, val = qkv.permute(2, 0, 3, 1, 4).unbind(0)  # each (b, h, s, d_h)
         if self.rope is not None:
@@ -355,7 +427,7 @@ class MultiHeadSelfAttention(nn.Module):
         if self.alibi and s > 0:  # nothing to bias when s = 0
             ab = _alibi_bias(self.n_heads, s, s, causal, x.dtype, x.device)  # (h, s, s)
             bias = ab if bias is None else bias + ab
-        result = _attention(q, k, val, causal, bias, return_weights)
+        result = _attention(q, k, val, causal, bias, return_weights, where)
         ctx, weights = result if return_weights else (result, None)
         y = self.out(ctx.transpose(1, 2).reshape(b, s, self.d_model))  # (b, s, d)
         return (y, weights) if return_weights else y

@@ -27,15 +27,28 @@ class LearnedPositionalEmbedding(nn.Module):
     ``max_len`` and gradients reaching both ``x`` and the table.
 
     Args:
-        max_len: number of rows (positions 0 .. max_len - 1), e.g. 512 in BERT.
-        d_model: width of each row.
+        max_len: number of rows (positions 0 .. max_len - 1), e.g. 512 in BERT; the table
+            (max_len x d_model in the default dtype, 4 bytes for float32) may take at most
+            ``MAX_RESULT_BYTES`` (4 GiB).
+        d_model: width of each row, a positive integer at most 2**20 (``MAX_WIDTH``).
         init_std: standard deviation of the normal initialisation (0.02, as in BERT).
     """
 
     def __init__(self, max_len: int, d_model: int, *, init_std: float = 0.02) -> None:
         super().__init__()
         self.max_len = check.positive_int("max_len", max_len)
-        self.d_model = check.positive_int("d_model", d_model)
+        self.d_model = check.width(
+            "d_model", d_model, where="LearnedPositionalEmbedding", even=False
+        )
+        dtype = torch.get_default_dtype()
+        check.result_size(
+            "LearnedPositionalEmbedding",
+            "the table",
+            {"max_len": self.max_len, "d_model": self.d_model},
+            self.max_len * self.d_model,
+            dtype.itemsize,
+            precision=f"{dtype} parameters",
+        )
         init_std = check.real_number("init_std", init_std)
         if init_std < 0:
             raise ValueError(f"init_std must be >= 0, got {init_std}")

@@ -39,6 +39,7 @@ patches of one image.
 
 from __future__ import annotations
 
+import math
 import numbers
 from collections.abc import Sequence
 
@@ -79,9 +80,10 @@ _SEGMENT_KINDS = ("text", "image", "video")
 # --------------------------------------------------------------------------- checks
 
 
-def _axial_head_dim(head_dim: object) -> int:
-    """head_dim for axial 2-D RoPE: a positive multiple of 4 (head_dim/4 pairs per axis)."""
-    head_dim = check.even_int("head_dim", head_dim)
+def _axial_head_dim(head_dim: object, where: str) -> int:
+    """head_dim for axial 2-D RoPE: a positive multiple of 4 (head_dim/4 pairs per axis), at
+    most ``MAX_WIDTH``."""
+    head_dim = check.width("head_dim", head_dim, where=where)
     if head_dim % 4:
         raise ValueError(
             f"head_dim must be a positive multiple of 4 for axial 2-D RoPE (head_dim/4 pairs "
@@ -112,6 +114,28 @@ def _mrope_section(mrope_section: object, head_dim: int) -> tuple[int, int, int]
             f"{list(section)} summing to {sum(section)}"
         )
     return section
+
+
+def _check_tables(where: str, name: str, positions: torch.Tensor, rows: int, d: int) -> None:
+    """Refuse cos and sin tables of ``rows`` rows of width ``d`` above ``MAX_RESULT_BYTES``
+    (counted in float64), naming the shape of the ``positions`` they come from."""
+    check.result_size(
+        where,
+        "the cos and sin tables",
+        {f"{name}.shape": tuple(positions.shape), "head_dim": d},
+        2 * rows * d,
+        advice="build them for chunks of positions",
+    )
+
+
+def _check_grid(where: str, grid_h: int, grid_w: int, head_dim: int) -> None:
+    """Refuse the float64 cos and sin tables and rotated keys of a grid above the limit."""
+    check.result_size(
+        where,
+        "the cos and sin tables and the rotated keys",
+        {"grid_h": grid_h, "grid_w": grid_w, "head_dim": head_dim},
+        3 * grid_h * grid_w * head_dim,
+    )
 
 
 def _content(name: str, value: object, head_dim: int) -> torch.Tensor:
@@ -156,7 +180,9 @@ def axial_rope_cos_sin(
         rows, cols: the patches' row and column indices (integers, or any finite reals),
             tensors or sequences of one shape ``P``; :func:`vision_patch_positions` gives
             them in the vision tower's order.
-        head_dim: per-head width, a positive multiple of 4 (Qwen2-VL's vision tower: 80).
+        head_dim: per-head width, a positive multiple of 4 (Qwen2-VL's vision tower: 80), at
+            most 2**20 (``MAX_WIDTH``); the tables, counted in float64 (2 x numel(P) x
+            head_dim x 8 bytes), may take at most ``MAX_RESULT_BYTES`` (4 GiB).
         base: rope_theta, finite and > 1 (Qwen2-VL's vision tower: 10000).
         dtype: floating dtype of the tables.
 
@@ -173,7 +199,8 @@ def axial_rope_cos_sin(
             f"rows and cols must have one shape (one (row, col) per patch), got "
             f"{tuple(row.shape)} and {tuple(col.shape)}"
         )
-    head_dim = _axial_head_dim(head_dim)
+    head_dim = _axial_head_dim(head_dim, "axial_rope_cos_sin")
+    _check_tables("axial_rope_cos_sin", "rows", row, row.numel(), head_dim)
     base = check.base_value("base", base)
     theta = rope_frequencies(head_dim // 2, base=base).to(row.device)  # (d/4,) float64
     col = col.to(row.device)
@@ -205,7 +232,9 @@ def vision_patch_positions(
     forward`` feeds its rotary embedding) in ``tests/core/test_multi_axis.py``.
 
     Args:
-        t, h, w: positive grid sizes in patches; h and w multiples of ``spatial_merge_size``.
+        t, h, w: positive grid sizes in patches; h and w multiples of ``spatial_merge_size``;
+            the int64 rows and columns (2 x t x h x w x 8 bytes) may take at most
+            ``MAX_RESULT_BYTES`` (4 GiB).
         spatial_merge_size: the merger's block side, a positive integer (Qwen2-VL: 2).
 
     Returns:
@@ -214,6 +243,13 @@ def vision_patch_positions(
     """
     t, h, w = (check.positive_int(name, v) for name, v in (("t", t), ("h", h), ("w", w)))
     m = check.positive_int("spatial_merge_size", spatial_merge_size)
+    check.result_size(
+        "vision_patch_positions",
+        "the rows and columns",
+        {"t": t, "h": h, "w": w},
+        2 * t * h * w,
+        precision="int64",
+    )
     for name, v in (("h", h), ("w", w)):
         if v % m:
             raise ValueError(
@@ -256,7 +292,9 @@ def mrope_cos_sin(
         position_ids: temporal, height and width positions, shape ``(3,) + P`` (e.g.
             ``(3, b, s)`` as from Hugging Face's ``get_rope_index``, or ``(3, s)`` from
             :func:`mrope_position_ids`), finite reals.
-        head_dim: per-head width, positive and even.
+        head_dim: per-head width, positive and even, at most 2**20 (``MAX_WIDTH``); the
+            tables, counted in float64 (2 x numel(P) x head_dim x 8 bytes), may take at most
+            ``MAX_RESULT_BYTES`` (4 GiB).
         mrope_section: three non-negative pair counts (temporal, height, width) summing to
             head_dim/2; ``QWEN2_VL_MROPE_SECTION`` = (16, 24, 24) for head_dim 128.
         base: rope_theta, finite and > 1 (Qwen2-VL's language model: 1e6).
@@ -275,8 +313,9 @@ def mrope_cos_sin(
             f"position_ids must have shape (3, ...) (temporal, height and width positions), "
             f"got {tuple(pos.shape)}"
         )
-    head_dim = check.even_int("head_dim", head_dim)
+    head_dim = check.width("head_dim", head_dim, where="mrope_cos_sin")
     section = _mrope_section(mrope_section, head_dim)
+    _check_tables("mrope_cos_sin", "position_ids", pos, pos[0].numel(), head_dim)
     base = check.base_value("base", base)
     theta = rope_frequencies(head_dim, base=base).to(pos.device)  # (d/2,) float64
     pieces, start = [], 0
@@ -313,13 +352,18 @@ def mrope_position_ids(segments: Sequence[tuple[str, object]]) -> torch.Tensor:
             tokens, and ``("image", (t, h, w))`` or ``("video", (t, h, w))`` with positive
             t, h, w: the grid in language-model tokens, after the spatial merge (Hugging
             Face's ``grid_thw`` with h and w divided by ``spatial_merge_size``), t*h*w
-            tokens.
+            tokens. The int64 ids (3 x s x 8 bytes) may take at most ``MAX_RESULT_BYTES``
+            (4 GiB).
 
     Returns:
         int64 tensor of shape ``(3, s)``, s the total number of tokens, for
         :func:`mrope_cos_sin`.
     """
     parts = _check_segments(segments)
+    total = sum(size if kind == "text" else math.prod(size) for kind, size in parts)
+    check.result_size(
+        "mrope_position_ids", "the (3, s) ids", {"s": total}, 3 * total, precision="int64"
+    )
     columns, start = [], 0
     for kind, size in parts:
         if kind == "text":
@@ -385,16 +429,16 @@ def pair_axes(head_dim: int, mrope_section: Sequence[int] | None = None) -> list
 
     Args:
         head_dim: per-head width: positive and even with ``mrope_section``, a positive
-            multiple of 4 without.
+            multiple of 4 without; at most 2**20 (``MAX_WIDTH``).
         mrope_section: three pair counts summing to head_dim/2, or None for axial 2-D.
 
     Returns:
         list of head_dim/2 axis names.
     """
     if mrope_section is None:
-        quarter = _axial_head_dim(head_dim) // 4
+        quarter = _axial_head_dim(head_dim, "pair_axes") // 4
         return [AXIAL_AXES[0]] * quarter + [AXIAL_AXES[1]] * quarter
-    section = _mrope_section(mrope_section, check.even_int("head_dim", head_dim))
+    section = _mrope_section(mrope_section, check.width("head_dim", head_dim, where="pair_axes"))
     return [axis for axis, n in zip(MROPE_AXES, section) for _ in range(n)]
 
 
@@ -428,10 +472,12 @@ def axial_score_grid(
     moving the query and the keys by one 2-D offset leaves the scores unchanged.
 
     Args:
-        grid_h, grid_w: positive grid height and width in patches.
+        grid_h, grid_w: positive grid height and width in patches; the float64 tables and
+            rotated keys (3 x grid_h x grid_w x head_dim x 8 bytes) may take at most
+            ``MAX_RESULT_BYTES`` (4 GiB).
         query_row, query_col: the query patch, ``0 <= query_row < grid_h``,
             ``0 <= query_col < grid_w``.
-        head_dim: a positive multiple of 4.
+        head_dim: a positive multiple of 4, at most 2**20 (``MAX_WIDTH``).
         base: rope_theta, finite and > 1.
         q, k: content vectors of shape ``(head_dim,)``, floating and finite; default all
             ones, so that only position matters (the score at offset 0 is then head_dim).
@@ -440,7 +486,8 @@ def axial_score_grid(
         float64 tensor of shape ``(grid_h, grid_w)``.
     """
     grid_h, grid_w, query_row, query_col = _grid_args(grid_h, grid_w, query_row, query_col)
-    head_dim = _axial_head_dim(head_dim)
+    head_dim = _axial_head_dim(head_dim, "axial_score_grid")
+    _check_grid("axial_score_grid", grid_h, grid_w, head_dim)
     base = check.base_value("base", base)
     q, k = _content("q", q, head_dim), _content("k", k, head_dim)
     rows = torch.arange(grid_h).repeat_interleave(grid_w)  # (h*w,), raster order
@@ -475,13 +522,15 @@ def raster_score_grid(
 
     Args:
         grid_h, grid_w, query_row, query_col, head_dim, base, q, k: as in
-            :func:`axial_score_grid` (head_dim here need only be positive and even).
+            :func:`axial_score_grid` (head_dim here need only be positive and even, at most
+            2**20).
 
     Returns:
         float64 tensor of shape ``(grid_h, grid_w)``.
     """
     grid_h, grid_w, query_row, query_col = _grid_args(grid_h, grid_w, query_row, query_col)
-    head_dim = check.even_int("head_dim", head_dim)
+    head_dim = check.width("head_dim", head_dim, where="raster_score_grid")
+    _check_grid("raster_score_grid", grid_h, grid_w, head_dim)
     base = check.base_value("base", base)
     q, k = _content("q", q, head_dim), _content("k", k, head_dim)
     cos, sin = rope_cos_sin(torch.arange(grid_h * grid_w), head_dim, base=base, dtype=torch.float64)

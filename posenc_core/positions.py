@@ -77,7 +77,8 @@ def document_ids_from_lengths(document_lengths: Sequence[int] | torch.Tensor) ->
 
     Args:
         document_lengths: positive integers, the documents in the order they are packed (a
-            list, tuple or 1-D integer tensor).
+            list, tuple or 1-D integer tensor); the int64 ids (sum x 8 bytes) may take at most
+            ``MAX_RESULT_BYTES`` (4 GiB).
 
     Returns:
         ``(s,)`` int64 ids, s = sum(document_lengths).
@@ -100,6 +101,14 @@ def document_ids_from_lengths(document_lengths: Sequence[int] | torch.Tensor) ->
     lengths = [
         check.positive_int(f"document_lengths[{i}]", n) for i, n in enumerate(document_lengths)
     ]
+    total = sum(lengths)
+    check.result_size(
+        "document_ids_from_lengths",
+        "the ids",
+        {"sum(document_lengths)": total},
+        total,
+        precision="int64",
+    )
     return torch.repeat_interleave(torch.arange(len(lengths)), torch.tensor(lengths))
 
 
@@ -166,7 +175,9 @@ def packed_causal_mask(
     causal mask).
 
     Args:
-        document_ids: ``(s,)`` or ``(b, s)`` integer tensor, as for :func:`packed_positions`.
+        document_ids: ``(s,)`` or ``(b, s)`` integer tensor, as for :func:`packed_positions`;
+            the mask with its boolean temporaries (b x s x s x (dtype's bytes + 2)) may take
+            at most ``MAX_RESULT_BYTES`` (4 GiB): s up to 26754 for one float32 row.
         dtype: floating dtype of the mask (default float32).
 
     Returns:
@@ -175,8 +186,18 @@ def packed_causal_mask(
     """
     ids = _check_document_ids(document_ids)
     dtype = check.float_dtype("dtype", dtype)
-    segment = _segments(ids)  # (..., s)
     s = ids.shape[-1]
+    b = ids.shape[0] if ids.dim() == 2 else 1
+    check.result_size(
+        "packed_causal_mask",
+        "the mask",
+        [("b", b), ("s", s), ("s", s)],
+        b * s * s,
+        dtype.itemsize + 2,
+        precision=f"{dtype} and two boolean temporaries",
+        advice="pack shorter rows",
+    )
+    segment = _segments(ids)  # (..., s)
     same = segment.unsqueeze(-1) == segment.unsqueeze(-2)  # (..., s, s)
     causal = torch.ones(s, s, dtype=torch.bool, device=ids.device).tril()  # (s, s)
     keep = same & causal

@@ -57,7 +57,8 @@ def shift_matrix(
 
     Args:
         k: the shift in positions (any finite real number, negative allowed).
-        d_model: positive even width.
+        d_model: positive even width; the float64 matrix (d_model**2 x 8 bytes) may take at
+            most ``MAX_RESULT_BYTES`` (4 GiB): d_model at most 23170.
         base: frequency base, finite and > 1.
         layout: ``"interleaved"`` or ``"half"``, matching the table it acts on.
         dtype: dtype of the result (built in float64, rounded once).
@@ -66,7 +67,14 @@ def shift_matrix(
         tensor of shape ``(d_model, d_model)``.
     """
     k = check.real_number("k", k)
-    d_model = check.even_int("d_model", d_model)
+    d_model = check.width("d_model", d_model, where="shift_matrix")
+    check.result_size(
+        "shift_matrix",
+        "the (d_model, d_model) matrix",
+        {"d_model": d_model},
+        d_model * d_model,
+        advice="it is block diagonal: rotation_matrix gives its 2 x 2 blocks",
+    )
     base = check.base_value("base", base)
     layout = check.layout("layout", layout)
     dtype = check.float_dtype("dtype", dtype)

@@ -40,13 +40,13 @@ def sinusoidal_frequencies(d_model: int, *, base: float = 10000.0) -> torch.Tens
     in ``tests/core/test_sinusoidal.py`` against the paper's formula.
 
     Args:
-        d_model: model width, a positive even integer.
+        d_model: model width, a positive even integer, at most 2**20 (``MAX_WIDTH``).
         base: the constant in the denominator (10000 in the paper), finite and > 1.
 
     Returns:
         float64 tensor of shape ``(d_model // 2,)``.
     """
-    d_model = check.even_int("d_model", d_model)
+    d_model = check.width("d_model", d_model, where="sinusoidal_frequencies")
     base = check.base_value("base", base)
     return _frequencies(d_model, base)
 
@@ -65,13 +65,15 @@ def sinusoidal_wavelengths(d_model: int, *, base: float = 10000.0) -> torch.Tens
     ``2*pi*base**(2i/d)`` computed with Python's ``math``.
 
     Args:
-        d_model: model width, a positive even integer.
+        d_model: model width, a positive even integer, at most 2**20 (``MAX_WIDTH``).
         base: the constant in the denominator (10000 in the paper), finite and > 1.
 
     Returns:
         float64 tensor of shape ``(d_model // 2,)``, increasing.
     """
-    return 2 * math.pi / sinusoidal_frequencies(d_model, base=base)
+    d_model = check.width("d_model", d_model, where="sinusoidal_wavelengths")
+    base = check.base_value("base", base)
+    return 2 * math.pi / _frequencies(d_model, base)
 
 
 def sinusoidal_formula(
@@ -118,7 +120,9 @@ def sinusoidal_encoding(
 
     Args:
         positions: any shape ``P`` of finite real positions.
-        d_model: positive even width.
+        d_model: positive even width, at most 2**20 (``MAX_WIDTH``); the encodings, counted
+            in float64 (numel(P) x d_model x 8 bytes), may take at most ``MAX_RESULT_BYTES``
+            (4 GiB): encode longer runs of positions in chunks.
         base: frequency base, finite and > 1.
         layout: ``"interleaved"`` (the paper: sin on even dims, cos on odd dims) or
             ``"half"`` (all sines, then all cosines, same frequencies: pairs (j, j + d/2)).
@@ -129,7 +133,7 @@ def sinusoidal_encoding(
     Returns:
         tensor of shape ``P + (d_model,)``.
     """
-    d_model = check.even_int("d_model", d_model)
+    d_model = check.width("d_model", d_model, where="sinusoidal_encoding")
     base = check.base_value("base", base)
     layout = check.layout("layout", layout)
     dtype = check.float_dtype("dtype", dtype)
@@ -137,6 +141,13 @@ def sinusoidal_encoding(
     if device is None and isinstance(positions, torch.Tensor):
         device = positions.device
     pos = check.as_positions("positions", positions)  # P, float64
+    check.result_size(
+        "sinusoidal_encoding",
+        "the encodings",
+        {"positions.shape": tuple(pos.shape), "d_model": d_model},
+        pos.numel() * d_model,
+        advice="encode the positions in chunks",
+    )
     return round_once(sinusoidal_formula(pos, d_model, base, layout), dtype).to(device=device)
 
 
@@ -156,7 +167,10 @@ def sinusoidal_table(
 
     Args:
         n_positions: number of rows, a positive integer.
-        d_model: positive even width.
+        d_model: positive even width, at most 2**20 (``MAX_WIDTH``). The table, counted in
+            float64 (n_positions x d_model x 8 bytes), may take at most ``MAX_RESULT_BYTES``
+            (4 GiB): 2**22 positions at d_model 128, 2**18 at 2048; build a longer one in
+            chunks of positions with :func:`sinusoidal_encoding`.
         base, layout, dtype, device: as in :func:`sinusoidal_encoding` (``device`` None
             means CPU).
 
@@ -164,7 +178,14 @@ def sinusoidal_table(
         tensor of shape ``(n_positions, d_model)``, values in [-1, 1].
     """
     n_positions = check.positive_int("n_positions", n_positions)
-    d_model = check.even_int("d_model", d_model)
+    d_model = check.width("d_model", d_model, where="sinusoidal_table")
+    check.result_size(
+        "sinusoidal_table",
+        "the table",
+        {"n_positions": n_positions, "d_model": d_model},
+        n_positions * d_model,
+        advice="build it in chunks of positions with sinusoidal_encoding",
+    )
     base = check.base_value("base", base)
     layout = check.layout("layout", layout)
     dtype = check.float_dtype("dtype", dtype)
@@ -187,8 +208,9 @@ class SinusoidalPositionalEncoding(nn.Module):
     formula, before and past ``max_len``.
 
     Args:
-        d_model: positive even width.
-        max_len: number of rows to precompute, a positive integer.
+        d_model: positive even width, at most 2**20 (``MAX_WIDTH``).
+        max_len: number of rows to precompute, a positive integer; the float64 table
+            (max_len x d_model x 8 bytes) may take at most ``MAX_RESULT_BYTES`` (4 GiB).
         base: frequency base, finite and > 1.
         layout: ``"interleaved"`` or ``"half"`` (see :func:`sinusoidal_encoding`).
         scale: multiply the input by this before adding (the paper multiplies embeddings by
@@ -205,8 +227,16 @@ class SinusoidalPositionalEncoding(nn.Module):
         scale: float = 1.0,
     ) -> None:
         super().__init__()
-        self.d_model = check.even_int("d_model", d_model)
+        where = "SinusoidalPositionalEncoding"
+        self.d_model = check.width("d_model", d_model, where=where)
         self.max_len = check.positive_int("max_len", max_len)
+        check.result_size(
+            where,
+            "the precomputed table",
+            {"max_len": self.max_len, "d_model": self.d_model},
+            self.max_len * self.d_model,
+            advice="rows past max_len are computed on demand, so a shorter table serves them too",
+        )
         self.base = check.base_value("base", base)
         self.layout = check.layout("layout", layout)
         self.scale = check.real_number("scale", scale)
@@ -231,7 +261,8 @@ class SinusoidalPositionalEncoding(nn.Module):
 
         Args:
             x: ``(b, s, d_model)`` (or ``(s, d_model)``) floating tensor.
-            offset: position of the first token (for example the length of a KV cache).
+            offset: position of the first token (for example the length of a KV cache), an
+                integer >= 0 with offset + s - 1 <= 2**53 (positions float64 holds exactly).
 
         Returns:
             tensor with the shape and dtype of ``x``. For bfloat16/float16 inputs the sum is
@@ -242,8 +273,8 @@ class SinusoidalPositionalEncoding(nn.Module):
             raise ValueError(
                 f"x must have last dimension d_model={self.d_model}, got shape {tuple(x.shape)}"
             )
-        offset = check.non_negative_int("offset", offset)
         seq = x.shape[-2]
+        offset = check.position_offset("offset", offset, seq)
         pe = self._rows(offset, offset + seq, x.device)  # (s, d), float64
         work = torch.float64 if x.dtype in LOW_PRECISION else x.dtype
         out = x.to(work) * self.scale + pe.to(work)

@@ -22,13 +22,20 @@ from torch import nn
 
 from . import _validation as check
 
-__all__ = ["relative_position_bucket", "T5RelativePositionBias"]
+__all__ = ["relative_position_bucket", "T5RelativePositionBias", "MAX_BUCKETS"]
+
+MAX_BUCKETS = 2**16
+"""The most buckets the rule accepts, 65536 (T5 uses 32): the bucket starts are computed and
+cached per (buckets, max_distance)."""
 
 
-def _check_buckets(bidirectional: object, num_buckets: object, max_distance: object):
-    """Checked ``(bidirectional, num_buckets, max_distance)`` of the bucket rule."""
+def _check_buckets(
+    bidirectional: object, num_buckets: object, max_distance: object, where: str
+) -> tuple[bool, int, int]:
+    """Checked ``(bidirectional, num_buckets, max_distance)`` of the bucket rule; ``where``
+    names the public caller in the message for a count above its bound."""
     bidirectional = check.boolean("bidirectional", bidirectional)
-    num_buckets = check.positive_int("num_buckets", num_buckets)
+    num_buckets = check.size("num_buckets", num_buckets, MAX_BUCKETS, "buckets", where=where)
     if bidirectional and (num_buckets < 4 or num_buckets % 2):
         raise ValueError(
             "num_buckets must be an even integer >= 4 when bidirectional=True (half the buckets "
@@ -42,7 +49,7 @@ def _check_buckets(bidirectional: object, num_buckets: object, max_distance: obj
         )
     half = num_buckets // 2 if bidirectional else num_buckets
     exact = half // 2
-    max_distance = check.positive_int("max_distance", max_distance)
+    max_distance = check.position_count("max_distance", max_distance, where=where)
     if max_distance <= exact:
         raise ValueError(
             f"max_distance must be an integer greater than the {exact} exact buckets per direction "
@@ -153,10 +160,10 @@ def relative_position_bucket(
             likely comes from a bug upstream; convert with ``.round().long()`` if that is meant.
         bidirectional: True or False (see above).
         num_buckets: number of buckets in all, an even integer >= 4 if bidirectional, an
-            integer >= 2 otherwise (T5: 32).
+            integer >= 2 otherwise (T5: 32), at most 2**16 (``MAX_BUCKETS``).
         max_distance: an integer greater than ``E``, the number of exact buckets per
             direction; from this distance on every distance shares the last bucket (T5: 128).
-            Values close to ``E`` leave some logarithmic buckets empty.
+            Values close to ``E`` leave some logarithmic buckets empty. At most 2**53.
 
     Returns:
         int64 tensor of shape ``(...)``, on the input's device, with ids in
@@ -183,7 +190,7 @@ def relative_position_bucket(
             "relative_position.round().long()"
         )
     bidirectional, num_buckets, max_distance = _check_buckets(
-        bidirectional, num_buckets, max_distance
+        bidirectional, num_buckets, max_distance, "relative_position_bucket"
     )
     return _buckets(relative_position, bidirectional, num_buckets, max_distance)
 
@@ -214,11 +221,13 @@ class T5RelativePositionBias(nn.Module):
     same weights (encoder and decoder, with a cache offset), and for the Toeplitz property.
 
     Args:
-        num_heads: number of heads, a positive integer.
+        num_heads: number of heads, a positive integer at most 2**16 (``MAX_HEADS``); the
+            table (num_buckets x num_heads in the default dtype) may take at most
+            ``MAX_RESULT_BYTES`` (4 GiB).
         bidirectional: True (an encoder) or False (a causal decoder); see
             :func:`relative_position_bucket`.
-        num_buckets: as in :func:`relative_position_bucket` (T5: 32).
-        max_distance: as in :func:`relative_position_bucket` (T5: 128).
+        num_buckets: as in :func:`relative_position_bucket` (T5: 32; at most 2**16).
+        max_distance: as in :func:`relative_position_bucket` (T5: 128; at most 2**53).
         init_std: standard deviation of the normal initialisation of the table, a positive
             number; 1.0 is ``nn.Embedding``'s default, Hugging Face's T5 uses ``d_model ** -0.5``.
     """
@@ -233,9 +242,19 @@ class T5RelativePositionBias(nn.Module):
         init_std: float = 1.0,
     ) -> None:
         super().__init__()
-        self.num_heads = check.positive_int("num_heads", num_heads)
+        where = "T5RelativePositionBias"
+        self.num_heads = check.size("num_heads", num_heads, check.MAX_HEADS, "heads", where=where)
         self.bidirectional, self.num_buckets, self.max_distance = _check_buckets(
-            bidirectional, num_buckets, max_distance
+            bidirectional, num_buckets, max_distance, where
+        )
+        dtype = torch.get_default_dtype()
+        check.result_size(
+            where,
+            "the table",
+            {"num_buckets": self.num_buckets, "num_heads": self.num_heads},
+            self.num_buckets * self.num_heads,
+            dtype.itemsize,
+            precision=f"{dtype} parameters",
         )
         init_std = check.real_number("init_std", init_std)
         if init_std <= 0:
@@ -260,8 +279,11 @@ class T5RelativePositionBias(nn.Module):
 
         Args:
             query_length: number of queries, a positive integer.
-            key_length: number of keys, a positive integer.
-            offset: position of the first query, a non-negative integer.
+            key_length: number of keys, a positive integer. The bias with its int64 bucket
+                ids (query_length x key_length x (num_heads x the table's bytes + 8)) may
+                take at most ``MAX_RESULT_BYTES`` (4 GiB).
+            offset: position of the first query, a non-negative integer with
+                offset + query_length - 1 <= 2**53.
 
         Returns:
             ``(num_heads, query_length, key_length)``, dtype and device of the table; it
@@ -272,8 +294,22 @@ class T5RelativePositionBias(nn.Module):
         """
         query_length = check.positive_int("query_length", query_length)
         key_length = check.positive_int("key_length", key_length)
-        offset = check.non_negative_int("offset", offset)
-        device = self.relative_attention_bias.weight.device
+        offset = check.position_offset("offset", offset, query_length)
+        weight = self.relative_attention_bias.weight
+        check.result_size(
+            "T5RelativePositionBias.forward",
+            "the bias and its bucket ids",
+            {
+                "query_length": query_length,
+                "key_length": key_length,
+                "num_heads": self.num_heads,
+            },
+            query_length * key_length,
+            self.num_heads * weight.dtype.itemsize + 8,
+            precision=f"{weight.dtype} per head and an int64 bucket id per pair",
+            advice="compute the bias for chunks of queries (offset= the first one's position)",
+        )
+        device = weight.device
         query_pos = torch.arange(offset, offset + query_length, device=device)  # (q,)
         key_pos = torch.arange(key_length, device=device)  # (k,)
         relative = key_pos[None, :] - query_pos[:, None]  # (q, k), j - i

@@ -68,14 +68,14 @@ class RopeConfig:
     """The RoPE settings of one model: what :class:`~posenc_core.rope.RotaryEmbedding` takes.
 
     Args:
-        head_dim: per-head width d, positive and even.
+        head_dim: per-head width d, positive and even, at most 2**20 (``MAX_WIDTH``).
         rotary_dim: rotated width r, even, 2 <= r <= head_dim.
         base: rope_theta, > 1.
         scaling: the parsed :class:`~posenc_core.rope.RopeScaling` (``rope_type="default"``
             for none).
         layout: ``"half"`` or ``"interleaved"``.
-        max_position_embeddings: the model's context length, or None where the config gives
-            none.
+        max_position_embeddings: the model's context length (at most 2**53), or None where
+            the config gives none.
     """
 
     head_dim: int
@@ -89,7 +89,7 @@ class RopeConfig:
         def put(name: str, value: Any) -> None:
             object.__setattr__(self, name, value)
 
-        put("head_dim", check.even_int("head_dim", self.head_dim))
+        put("head_dim", check.width("head_dim", self.head_dim, where="RopeConfig"))
         rotary_dim = check.int_in_range("rotary_dim", self.rotary_dim, 2, self.head_dim)
         put("rotary_dim", check.even_int("rotary_dim", rotary_dim))
         put("base", check.base_value("base", self.base))
@@ -102,7 +102,9 @@ class RopeConfig:
         if self.max_position_embeddings is not None:
             put(
                 "max_position_embeddings",
-                check.positive_int("max_position_embeddings", self.max_position_embeddings),
+                check.position_count(
+                    "max_position_embeddings", self.max_position_embeddings, where="RopeConfig"
+                ),
             )
         _inv_freq(self.base, self.rotary_dim, self.scaling, None)  # e.g. LongRoPE list lengths
 
@@ -139,8 +141,9 @@ def rope_config_from_hf(config: Any) -> RopeConfig:
 
     Raises:
         TypeError: config is neither; a key holds the wrong kind of value.
-        ValueError: a key is missing, unknown (a rope type), out of range or contradicts
-            another; the message names the key, the value and what is allowed.
+        ValueError: a key is missing, unknown (a rope type), out of range (a head_dim above
+            2**20, a context length above 2**53, ...) or contradicts another; the message
+            names the key, the value and what is allowed.
     """
     cfg = _as_dict(config)
     model_type = cfg.get("model_type")
@@ -166,7 +169,9 @@ def rope_config_from_hf(config: Any) -> RopeConfig:
         None,
     )
     if max_pos is not None:
-        max_pos = check.positive_int("max_position_embeddings", max_pos)
+        max_pos = check.position_count(
+            "max_position_embeddings", max_pos, where="rope_config_from_hf"
+        )
     scaling = _scaling(cfg, params, model_type, max_pos)
     layout = "interleaved" if model_type in INTERLEAVED_MODEL_TYPES else "half"
     return RopeConfig(head_dim, rotary_dim, base, scaling, layout, max_pos)
@@ -238,7 +243,7 @@ def _head_dim(cfg: Mapping[str, Any]) -> int:
         None,
     )
     if cfg.get("head_dim") is not None:
-        return check.even_int("head_dim", cfg["head_dim"])
+        return check.width("head_dim", cfg["head_dim"], where="rope_config_from_hf")
     if hidden is None or heads is None:
         missing = "hidden_size (or n_embd)" if hidden is None else "num_attention_heads (or n_head)"
         raise ValueError(
@@ -252,7 +257,11 @@ def _head_dim(cfg: Mapping[str, Any]) -> int:
             f"hidden_size={hidden} must be divisible by num_attention_heads={heads} when the "
             "config gives no head_dim"
         )
-    return check.even_int("head_dim (hidden_size // num_attention_heads)", hidden // heads)
+    return check.width(
+        "head_dim (hidden_size // num_attention_heads)",
+        hidden // heads,
+        where="rope_config_from_hf",
+    )
 
 
 def _rotary_dim(
@@ -321,7 +330,7 @@ def _scaling(
         scaling[L0] = _required(l0, f"{L0} (or max_position_embeddings)", rope_type)
     if rope_type in _FACTOR_FROM_LENGTHS and scaling.get("factor") is None:
         length = _required(max_pos, "factor (or max_position_embeddings)", rope_type)
-        l0 = check.positive_int(L0, scaling[L0])
+        l0 = check.position_count(L0, scaling[L0], where="rope_config_from_hf")
         if length < l0:
             raise ValueError(
                 f"rope_type {rope_type!r} without a factor takes factor = "

@@ -110,29 +110,45 @@ def rope_angles(
 
     Args:
         positions: finite real positions, any shape ``P`` (integers are exact up to 2**53).
-        head_dim, base, scaling: as in :func:`~posenc_core.rope.rope_frequencies`.
-        seq_len: for ``dynamic`` scaling; defaults to max(positions) + 1, as Hugging Face does.
+        head_dim, base, scaling: as in :func:`~posenc_core.rope.rope_frequencies` (head_dim at
+            most 2**20); the angles (numel(P) x head_dim/2 x 8 bytes) may take at most
+            ``MAX_RESULT_BYTES`` (4 GiB).
+        seq_len: for ``dynamic`` scaling, at most 2**53; defaults to max(positions) + 1, as
+            Hugging Face does.
 
     Returns:
         float64 tensor of shape ``P + (head_dim // 2,)``, on the device of ``positions``.
     """
     pos, head_dim, base, scaling, seq_len = _check_table_args(
-        positions, head_dim, base, scaling, seq_len
+        positions, head_dim, base, scaling, seq_len, "rope_angles"
+    )
+    check.result_size(
+        "rope_angles",
+        "the angles",
+        {"positions.shape": tuple(pos.shape), "head_dim": head_dim},
+        pos.numel() * (head_dim // 2),
+        advice="compute them for chunks of positions",
     )
     return _angles(pos, head_dim, base, scaling, seq_len)
 
 
 def _check_table_args(
-    positions: object, head_dim: object, base: object, scaling: object, seq_len: object
+    positions: object,
+    head_dim: object,
+    base: object,
+    scaling: object,
+    seq_len: object,
+    where: str,
 ) -> tuple[torch.Tensor, int, float, RopeScaling, int | None]:
-    """The checks :func:`rope_angles` and :func:`rope_cos_sin` share: float64 positions of
-    shape P, an even head_dim, a base > 1, the parsed scaling and an optional seq_len."""
+    """The checks :func:`rope_angles` and :func:`rope_cos_sin` (``where``) share: float64
+    positions of shape P, an even head_dim up to ``MAX_WIDTH``, a base > 1, the parsed
+    scaling and an optional seq_len up to 2**53."""
     pos = check.as_positions("positions", positions)  # P, float64
-    head_dim = check.even_int("head_dim", head_dim)
+    head_dim = check.width("head_dim", head_dim, where=where)
     base = check.base_value("base", base)
     scaling = parse_scaling(scaling, base=base)
     if seq_len is not None:
-        seq_len = check.positive_int("seq_len", seq_len)
+        seq_len = check.position_count("seq_len", seq_len, where=where)
     return pos, head_dim, base, scaling, seq_len
 
 
@@ -167,7 +183,9 @@ def rope_cos_sin(
 
     Args:
         positions: any shape ``P``; a 1-D ``arange(s)`` is the usual case.
-        head_dim, base, scaling, seq_len: as in :func:`rope_angles`.
+        head_dim, base, scaling, seq_len: as in :func:`rope_angles`; the two tables, counted
+            in float64 (2 x numel(P) x head_dim x 8 bytes), may take at most
+            ``MAX_RESULT_BYTES`` (4 GiB): 2**20 positions at head_dim 128 take 2 GiB.
         layout: ``"half"`` or ``"interleaved"``.
         dtype: floating dtype of the tables.
 
@@ -178,7 +196,14 @@ def rope_cos_sin(
     dtype = check.float_dtype("dtype", dtype)
     device = positions.device if isinstance(positions, torch.Tensor) else None
     pos, head_dim, base, scaling, seq_len = _check_table_args(
-        positions, head_dim, base, scaling, seq_len
+        positions, head_dim, base, scaling, seq_len, "rope_cos_sin"
+    )
+    check.result_size(
+        "rope_cos_sin",
+        "the cos and sin tables",
+        {"positions.shape": tuple(pos.shape), "head_dim": head_dim},
+        2 * pos.numel() * head_dim,
+        advice="build them for chunks of positions",
     )
     cos, sin = _cos_sin(pos, head_dim, base, scaling, layout, dtype, seq_len)
     return cos.to(device=device), sin.to(device=device)

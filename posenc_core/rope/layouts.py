@@ -25,12 +25,16 @@ def interleaved_to_half(head_dim: int) -> torch.Tensor:
     Face's Llama conversion script does.
 
     Args:
-        head_dim: per-head width, positive and even.
+        head_dim: per-head width, positive and even, at most 2**20 (``MAX_WIDTH``).
 
     Returns:
         int64 tensor of shape ``(head_dim,)``.
     """
-    d = check.even_int("head_dim", head_dim)
+    return _interleaved_to_half(check.width("head_dim", head_dim, where="interleaved_to_half"))
+
+
+def _interleaved_to_half(d: int) -> torch.Tensor:
+    """:func:`interleaved_to_half` for a checked ``d`` -> int64 ``(d,)``."""
     return torch.cat((torch.arange(0, d, 2), torch.arange(1, d, 2)))
 
 
@@ -38,12 +42,13 @@ def half_to_interleaved(head_dim: int) -> torch.Tensor:
     """The inverse permutation of :func:`interleaved_to_half` (half-split -> interleaved).
 
     Args:
-        head_dim: per-head width, positive and even.
+        head_dim: per-head width, positive and even, at most 2**20 (``MAX_WIDTH``).
 
     Returns:
         int64 tensor of shape ``(head_dim,)``.
     """
-    return torch.argsort(interleaved_to_half(head_dim))
+    d = check.width("head_dim", head_dim, where="half_to_interleaved")
+    return torch.argsort(_interleaved_to_half(d))
 
 
 def permute_qk_weight(weight: torch.Tensor, n_heads: int, *, to: str = "half") -> torch.Tensor:
@@ -69,6 +74,8 @@ def permute_qk_weight(weight: torch.Tensor, n_heads: int, *, to: str = "half") -
     if rows % n_heads:
         raise ValueError(f"weight.shape[0]={rows} must be divisible by n_heads={n_heads}")
     head_dim = check.even_int("head_dim (weight.shape[0] // n_heads)", rows // n_heads)
-    perm = interleaved_to_half(head_dim) if to == "half" else half_to_interleaved(head_dim)
+    perm = _interleaved_to_half(head_dim)  # (d,): the weight's own size bounds it
+    if to == "interleaved":
+        perm = torch.argsort(perm)
     per_head = weight.reshape(n_heads, head_dim, *weight.shape[1:])  # (h, d, ...)
     return per_head[:, perm.to(weight.device)].reshape(weight.shape)

@@ -63,7 +63,7 @@ class RotaryEmbedding(nn.Module):
     Rotate the whole sequence again (one call over all positions) to get one consistent base.
 
     Args:
-        head_dim: per-head width d, positive and even.
+        head_dim: per-head width d, positive and even, at most 2**20 (``MAX_WIDTH``).
         base: rope_theta.
         scaling: None, a :class:`~posenc_core.rope.RopeScaling` or a Hugging Face-style
             scaling dict (see :func:`~posenc_core.rope.parse_scaling`); kept parsed, as
@@ -82,7 +82,7 @@ class RotaryEmbedding(nn.Module):
         rotary_dim: int | None = None,
     ) -> None:
         super().__init__()
-        self.head_dim = check.even_int("head_dim", head_dim)
+        self.head_dim = check.width("head_dim", head_dim, where="RotaryEmbedding")
         if rotary_dim is None:
             self.rotary_dim = self.head_dim
         else:

@@ -63,7 +63,7 @@ class RopeScaling:
         rope_type: one of ``ROPE_TYPES``.
         factor: context-extension factor s >= 1 (every type but ``default``).
         original_max_position_embeddings: L0, the context length the model was trained on
-            (``dynamic``, ``yarn``, ``llama3``, ``longrope``).
+            (``dynamic``, ``yarn``, ``llama3``, ``longrope``), a positive integer at most 2**53.
         beta_fast, beta_slow: YaRN's rotation counts that bound the ramp (defaults 32 and 1;
             0 or None means the default, as in Hugging Face).
         truncate: YaRN: round the ramp's ends to whole dimensions (default True).
@@ -117,7 +117,12 @@ class RopeScaling:
         if self.factor is not None:
             put("factor", check.factor_value("scaling['factor']", self.factor))
         if self.original_max_position_embeddings is not None:
-            put(L0, check.positive_int(f"scaling['{L0}']", self.original_max_position_embeddings))
+            put(
+                L0,
+                check.position_count(
+                    f"scaling['{L0}']", self.original_max_position_embeddings, where="RopeScaling"
+                ),
+            )
         beta_fast = check.real_number("scaling['beta_fast']", self.beta_fast or 32.0)
         beta_slow = check.real_number("scaling['beta_slow']", self.beta_slow or 1.0)
         if not beta_fast > beta_slow > 0:
@@ -529,18 +534,18 @@ def rope_frequencies(
     base**(-2i/rotary_dim).
 
     Args:
-        head_dim: per-head width, positive and even.
+        head_dim: per-head width, positive and even, at most 2**20 (``MAX_WIDTH``).
         base: rope_theta, finite and > 1.
         scaling: None, a :class:`RopeScaling` or a dict (see :func:`parse_scaling`).
-        seq_len: current sequence length, used only by ``dynamic`` (default: L0, no change)
-            and ``longrope`` (default: the short factors).
+        seq_len: current sequence length, at most 2**53, used only by ``dynamic`` (default:
+            L0, no change) and ``longrope`` (default: the short factors).
 
     Returns:
         float64 tensor of shape ``(head_dim // 2,)``.
     """
-    head_dim = check.even_int("head_dim", head_dim)
+    head_dim = check.width("head_dim", head_dim, where="rope_frequencies")
     base = check.base_value("base", base)
     scaling = parse_scaling(scaling, base=base)
     if seq_len is not None:
-        seq_len = check.positive_int("seq_len", seq_len)
+        seq_len = check.position_count("seq_len", seq_len, where="rope_frequencies")
     return _inv_freq(base, head_dim, scaling, seq_len)

@@ -109,13 +109,13 @@ def xpos_zeta(head_dim: int, *, gamma: float = 0.4) -> torch.Tensor:
     0, RoPE's fastest rotation) towards 1.
 
     Args:
-        head_dim: per-head width d, positive and even.
+        head_dim: per-head width d, positive and even, at most 2**20 (``MAX_WIDTH``).
         gamma: > 0; 0.4 in the paper and both references.
 
     Returns:
         float64 tensor of shape ``(d/2,)``.
     """
-    d = check.even_int("head_dim", head_dim)
+    d = check.width("head_dim", head_dim, where="xpos_zeta")
     return _zeta(d, _check_gamma(gamma))
 
 
@@ -157,7 +157,9 @@ def xpos_scales(
 
     Args:
         positions: finite real positions n, any shape ``P``.
-        head_dim: per-head width d, positive and even.
+        head_dim: per-head width d, positive and even, at most 2**20 (``MAX_WIDTH``); the two
+            tables, counted in float64 (2 x numel(P) x head_dim x 8 bytes), may take at most
+            ``MAX_RESULT_BYTES`` (4 GiB).
         scale_base: B > 0 (512 in the paper and both references).
         gamma: > 0 (0.4), see :func:`xpos_zeta`.
         center: c, a finite real number; it cancels in every score q'(n) . k'(m) but decides
@@ -178,7 +180,14 @@ def xpos_scales(
     dtype = check.float_dtype("dtype", dtype)
     device = positions.device if isinstance(positions, torch.Tensor) else None
     pos = check.as_positions("positions", positions)  # P, float64
-    d = check.even_int("head_dim", head_dim)
+    d = check.width("head_dim", head_dim, where="xpos_scales")
+    check.result_size(
+        "xpos_scales",
+        "the query and key scales",
+        {"positions.shape": tuple(pos.shape), "head_dim": d},
+        2 * pos.numel() * d,
+        advice="compute them for chunks of positions",
+    )
     scale_base = _check_scale_base(scale_base)
     gamma = _check_gamma(gamma)
     center = check.real_number("center", center)
@@ -250,7 +259,8 @@ def xpos_overflow_position(
     positions with the defaults, per doubling of abs(k) (:class:`XPosEmbedding` refuses that too).
 
     Args:
-        head_dim: per-head width d, positive and even (checked; it does not change the result).
+        head_dim: per-head width d, positive and even, at most 2**20 (checked; it does not
+            change the result).
         dtype: float16, bfloat16, float32 or float64.
         scale_base: B > 0.
         gamma: > 0.
@@ -258,7 +268,7 @@ def xpos_overflow_position(
     Returns:
         the smallest N such that abs(n - center) = N overflows (N - 1 is finite), an int.
     """
-    d = check.even_int("head_dim", head_dim)
+    d = check.width("head_dim", head_dim, where="xpos_overflow_position")
     dtype = check.float_dtype("dtype", dtype)
     return _overflow_position(d, dtype, _check_scale_base(scale_base), _check_gamma(gamma))
 
@@ -297,7 +307,7 @@ class XPosEmbedding(nn.Module):
     k_len // 2, so its scores differ from its full-sequence path when q_len != k_len.)
 
     Args:
-        head_dim: per-head width d, positive and even.
+        head_dim: per-head width d, positive and even, at most 2**20 (``MAX_WIDTH``).
         base: RoPE's base (rope_theta), > 1.
         scale_base: B > 0 (512).
         gamma: > 0 (0.4), see :func:`xpos_zeta`.
@@ -315,7 +325,7 @@ class XPosEmbedding(nn.Module):
         layout: str = "half",
     ) -> None:
         super().__init__()
-        self.head_dim = check.even_int("head_dim", head_dim)
+        self.head_dim = check.width("head_dim", head_dim, where="XPosEmbedding")
         self.base = check.base_value("base", base)
         self.scale_base = _check_scale_base(scale_base)
         self.gamma = _check_gamma(gamma)
@@ -334,8 +344,8 @@ class XPosEmbedding(nn.Module):
         Args:
             q: ``(..., s, head_dim)`` floating tensor, e.g. ``(b, h, s, d)``.
             k: ``(..., s, head_dim)``, the same s (and positions) as ``q``.
-            positions: None (0 .. s-1), an int offset o >= 0 (o .. o+s-1), or a finite real
-                tensor of shape ``(s,)``.
+            positions: None (0 .. s-1), an int offset o >= 0 (o .. o+s-1, with o + s - 1 <=
+                2**53), or a finite real tensor of shape ``(s,)``.
             center: None: c = floor((p_min + p_max + 1) / 2) over the given positions, which
                 is s // 2 for 0 .. s-1, rotary-embedding-torch's ``len(t) // 2`` (torchscale
                 uses ceil(s/2): pass ``center=(s + 1) // 2`` to match it); a real number: that
@@ -388,8 +398,8 @@ class XPosEmbedding(nn.Module):
             ),
         )
         if positions is None or isinstance(positions, int) and not isinstance(positions, bool):
-            offset = check.non_negative_int(
-                "positions (offset)", 0 if positions is None else positions
+            offset = check.position_offset(
+                "positions (offset)", 0 if positions is None else positions, s
             )
             return torch.arange(offset, offset + s, dtype=torch.float64, device=q.device)
         check.tensor("positions", positions, min_dim=1)
@@ -433,7 +443,9 @@ def xpos_score_vs_distance(
 
     Args:
         distances: any shape ``K`` of finite real distances delta = n - m.
-        head_dim: per-head width d, positive and even.
+        head_dim: per-head width d, positive and even, at most 2**20 (``MAX_WIDTH``); the
+            float64 angles and decays (numel(K) x head_dim x 8 bytes) may take at most
+            ``MAX_RESULT_BYTES`` (4 GiB).
         base: RoPE's base, > 1.
         scale_base: B > 0.
         gamma: > 0.
@@ -442,7 +454,14 @@ def xpos_score_vs_distance(
         float64 tensor of shape ``K``.
     """
     dist = check.as_positions("distances", distances)  # K, float64
-    d = check.even_int("head_dim", head_dim)
+    d = check.width("head_dim", head_dim, where="xpos_score_vs_distance")
+    check.result_size(
+        "xpos_score_vs_distance",
+        "the angles and decays",
+        {"distances.shape": tuple(dist.shape), "head_dim": d},
+        dist.numel() * d,
+        advice="evaluate the distances in chunks",
+    )
     scale_base = _check_scale_base(scale_base)
     gamma = _check_gamma(gamma)
     angles = rope_angles(dist, d, base=base)  # K + (d/2,)

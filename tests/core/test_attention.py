@@ -565,13 +565,16 @@ def counting_checks(monkeypatch):
 
 def test_the_module_checks_its_arguments_once(monkeypatch):
     """Validate once: the module's forward checks x, the flags and the bias, and what it calls
-    (attention, the ALiBi bias) trusts it instead of checking q, k, v and the flags again."""
+    (attention, the ALiBi bias) trusts it instead of checking q, k, v and the flags again; the
+    size of each thing built from them (the ALiBi bias, the causal mask) is checked once."""
     x, bias = torch.randn(2, 5, 32), torch.randn(5, 5)
     expected = MHA_ALIBI(x, causal=True, bias=bias)
     calls = counting_checks(monkeypatch)
     got = MHA_ALIBI(x, causal=True, bias=bias)
-    assert calls == {"tensor": 2, "boolean": 2}  # x and bias; causal and return_weights
+    # x and bias; causal and return_weights; the ALiBi bias and the causal mask
+    assert calls == {"tensor": 2, "boolean": 2, "result_size": 2}
     assert torch.equal(got, expected)
     calls.clear()
     pc.self_attention(torch.randn(5, 4), W, W, W, causal=True, bias=torch.zeros(5, 5))
-    assert calls == {"tensor": 5, "boolean": 2}  # x, w_q, w_k, w_v, bias; two flags
+    # x, w_q, w_k, w_v, bias; two flags; the causal mask
+    assert calls == {"tensor": 5, "boolean": 2, "result_size": 1}

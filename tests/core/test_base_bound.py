@@ -175,3 +175,12 @@ def test_helpers_reject_bad_arguments(fn):
         fn(10, 9, base=10.0)
     with pytest.raises(TypeError, match="base must be a real number"):
         fn(10, 8, base="10000")
+
+
+@pytest.mark.parametrize("context_length, head_dim", [(0, 8), (0, 128), (5, 2), (5, 4), (40, 4)])
+def test_meets_bound_takes_every_documented_size(context_length, head_dim):
+    """context_length 0 (the curve is B(0) = d/2 alone) and head_dim 2 or 4 (one or two pairs,
+    for which no lower bound exists, but the test of one base does) give the numpy answer."""
+    for base in (1.5, 10.0, 1e4):
+        expected = _numpy_min_curve(np.array([base]), context_length, head_dim)[0] >= 0
+        assert rope_base_meets_bound(context_length, head_dim, base=base) == expected

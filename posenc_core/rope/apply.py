@@ -50,7 +50,8 @@ def apply_rope(
 
     Args:
         x: ``(..., s, d)`` floating tensor, e.g. ``(b, h, s, d)``; d need not be even when
-            r < d (only the first r dims are paired).
+            r < d (only the first r dims are paired). Strided (dense), as ``cos``, ``sin`` and
+            ``out``: a sparse tensor is refused.
         cos, sin: floating tables from :func:`~posenc_core.rope.rope_cos_sin` with the same
             ``layout``, of shape ``(s, r)`` or anything that broadcasts to ``x[..., :r]``
             (e.g. ``(b, 1, s, r)``), on the device of ``x``; r even, 2 <= r <= d (r = d:
@@ -70,9 +71,9 @@ def apply_rope(
         out: optional tensor of the shape, dtype and device of ``x`` to write the result
             into (returned); ``out=x`` rotates in place, and a slice of a larger buffer
             (a KV cache, ``out=cache[:, :, t0:t1]``) works. It must not partly overlap
-            ``x``, nor overlap itself (several indices addressing one element, as after
-            ``expand``: ``.clone()`` it first), and no input may require grad (as torch's
-            own ``out=`` functions refuse).
+            ``x``, overlap ``cos`` or ``sin`` (in place neither), nor overlap itself (several
+            indices addressing one element, as after ``expand``: ``.clone()`` it first), and
+            no input may require grad (as torch's own ``out=`` functions refuse).
 
     Returns:
         ``out``, or a new tensor of the shape, dtype and device of ``x``. Float32/float64:
@@ -89,8 +90,10 @@ def apply_rope(
     Raises:
         TypeError, ValueError: an invalid argument, named with the value received and what
             is allowed; among them an ``out`` (``x`` itself when rotating in place) that
-            overlaps itself, with its shape and strides, on every path alike; a ValueError
-            also for a ``POSENC_NATIVE`` other than unset, ``""``, ``"0"`` and ``"1"``.
+            overlaps itself (with its shape and strides) or the tables, on every path alike;
+            a TypeError for a sparse (non-strided) tensor; a ValueError also for a
+            ``POSENC_NATIVE`` other than unset, ``""``, ``"0"`` and ``"1"`` (surrounding
+            whitespace ignored).
         RuntimeError: the native kernel is unavailable and ``fused=True`` (or
             ``POSENC_NATIVE=1``), naming why.
     """
@@ -133,9 +136,9 @@ def _check_apply_args(
     fused: bool | None,
     out: torch.Tensor | None,
 ) -> None:
-    check.tensor("x", x, min_dim=2, floating=True)
-    check.tensor("cos", cos, min_dim=1, floating=True)
-    check.tensor("sin", sin, min_dim=1, floating=True)
+    for name, t, min_dim in (("x", x, 2), ("cos", cos, 1), ("sin", sin, 1)):
+        check.tensor(name, t, min_dim=min_dim, floating=True)
+        _check_strided(name, t)
     check.layout("layout", layout)
     d = x.shape[-1]
     if cos.shape != sin.shape:
@@ -179,10 +182,12 @@ def _check_apply_args(
 
 
 def _check_out(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, out: object) -> None:
-    """``out`` has x's shape, dtype and device, is x itself or shares no memory with it, and
-    no input requires grad."""
+    """``out`` is a strided tensor of x's shape, dtype and device, is x itself or shares no
+    memory with it, shares none with cos or sin (rotating in place too), and no input requires
+    grad. Checked here, before a path is chosen, so that every path refuses the same calls."""
     if not isinstance(out, torch.Tensor):
         raise TypeError(f"out must be None or a torch.Tensor, got {type(out).__name__}")
+    _check_strided("out", out)
     if out.shape != x.shape or out.dtype != x.dtype or out.device != x.device:
         raise ValueError(
             f"out must have the shape, dtype and device of x ({tuple(x.shape)}, {x.dtype}, "
@@ -201,12 +206,27 @@ def _check_out(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, out: objec
             f"stride 0 from expand), so the results would overwrite each other; .clone() it "
             f"first (a tensor that owns its elements)"
         )
-    if _same_view(out, x):
-        return
-    if _may_overlap(out, x) or _may_overlap(out, cos) or _may_overlap(out, sin):
+    in_place = _same_view(out, x)
+    tables = [name for name, t in (("cos", cos), ("sin", sin)) if _may_overlap(out, t)]
+    if in_place and tables:  # every path alike: the tables would change while they are read
+        raise ValueError(
+            f"out=x (x, rotated in place) must share no memory with cos or sin, but it "
+            f"overlaps {' and '.join(tables)}: the tables would be overwritten while they are "
+            f"read; pass tables that own their elements (.clone() them) or an out of its own"
+        )
+    if not in_place and (tables or _may_overlap(out, x)):
         raise ValueError(
             "out must be x itself (same storage offset and strides, to rotate in place) or "
             "share no memory with x, cos or sin; got an out that partly overlaps them"
+        )
+
+
+def _check_strided(name: str, t: torch.Tensor) -> None:
+    """``t`` is a strided (dense) tensor: the paths index its elements through strides."""
+    if t.layout != torch.strided:
+        raise TypeError(
+            f"{name} must be a strided (dense) tensor, got layout {t.layout}; "
+            f"convert it with .to_dense() first"
         )
 
 

@@ -46,10 +46,15 @@ positions, and the bits everywhere else. Each thread sets round-to-nearest and c
 flush-to-zero / denormals-are-zero (x86 MXCSR) for the duration of the call, so subnormals are
 honoured whatever the caller set.
 
-Build and cache. The library is compiled with ``$CC`` (else ``cc``) into the cache folder,
-``$POSENC_CACHE_DIR`` if set, else ``~/.cache/posenc_core``, under a name keyed by the SHA-256
-of ``native.c``'s bytes, the compiler's ``--version``, the flags (after the OpenMP probe) and
-the CPU's feature flags (``-march=native``). Nothing is downloaded.
+Build and cache. The library is compiled with ``$CC`` (else ``cc``; split as a shell would,
+so ``CC="ccache gcc"`` runs the program ``ccache``, looked up on ``PATH``, with ``gcc`` as its
+first argument) into the cache folder, ``$POSENC_CACHE_DIR`` if set, else
+``~/.cache/posenc_core``, under a name keyed by the SHA-256 of ``native.c``'s bytes, the
+compiler's identity (every word of ``$CC`` and its ``--version``), the flags (after the OpenMP
+probe) and the CPU's feature flags (``-march=native``). Nothing is downloaded. Where ``HOME`` is
+empty, or the home folder is not an absolute path, is the filesystem root or does not exist,
+no folder is created relative to it (``HOME=""`` would make ``~/.cache`` ``/.cache``): the
+default cache is unavailable and the private temporary folder below is used.
 
 * Trust: a library is loaded only from a folder owned by this user, writable by nobody else
   and not a symbolic link, and only a regular file that is owned by this user, writable by
@@ -60,26 +65,36 @@ the CPU's feature flags (``-march=native``). Nothing is downloaded.
   overwritten) or untrusted library is rebuilt, never loaded. Folders this module creates
   (the cache folder and its missing parents) get mode 0700 whatever the umask.
 * A cache folder that fails these checks (writable by group or others, someone else's, a
-  link) or that cannot be created or written is not used: the library is built in a private
-  temporary folder (mode 0700) of this process, removed at exit; :func:`status` says why. A
-  read-only cache folder that holds a valid library and its record is used as it is.
-* One build at a time: a lock per kernel within the process, and across processes an
-  ``flock`` on ``rope_native.lock`` in the cache folder (where ``fcntl`` exists); once both are
-  held, the folder is checked again, since another process may just have built the library.
-  A build goes to a private subfolder and is renamed into place atomically.
+  symbolic link, on a filesystem mounted noexec, where no library can be loaded) or that
+  cannot be created or written is not used: the library is built in a private temporary folder
+  (mode 0700) of this process, removed at exit; :func:`status` says why. A read-only cache
+  folder that holds a valid library and its record is used as it is.
+* One build at a time: a lock per kernel and one per folder within the process, and across
+  processes an ``flock`` on ``rope_native.lock`` in the cache folder (where ``fcntl`` exists),
+  tried without blocking for at most ``LOCK_WAIT_S`` (5 s): if another process still holds it
+  (building, or stopped while holding it), this process does not wait longer and uses the
+  eager paths, :func:`status` saying so. Once the locks are held, the folder is checked again,
+  since another process may just have built the library. A build goes to a private subfolder
+  and is renamed into place atomically.
+* Bounded time: ``--version`` and the OpenMP probe may take ``PROBE_TIMEOUT_S`` (15 s) each,
+  the build ``BUILD_TIMEOUT_S`` (60 s; it takes about 5 s). The compiler runs in a process
+  group of its own, killed whole (it and every process it started) when it times out; the
+  kernel is then unavailable (``"the C compiler timed out after 60 s (...)"``), and a probe that
+  times out is not followed by a build.
 * OpenMP only where the compiler has it: ``-fopenmp`` is probed once per compiler (a tiny
   program) when a library is built; without it the library is single-threaded, same bits
   (``native.c`` guards every OpenMP use with ``#ifdef _OPENMP``). The flags are part of the
   library's name, so the library in the cache records the outcome: later processes look for
   the OpenMP build, then the single-threaded one, and probe nothing.
 
-``POSENC_NATIVE``, read when the kernel is first needed: unset or ``""``, use the kernel when
-it builds, else the eager paths, silently; ``"0"``, never use it (``fused=True`` then raises a
-RuntimeError saying so); ``"1"``, require it (a failed build is a RuntimeError for
-``fused=None`` too); any other value is a ValueError. Why the kernel is unavailable (no
-compiler, the compile error's first line, ``POSENC_NATIVE=0``) is kept in
-:attr:`NativeKernel.error`; :func:`status` reports it with the library, the folder, the
-compiler and whether OpenMP is in.
+``POSENC_NATIVE``, read when the kernel is first needed (surrounding whitespace ignored):
+unset or ``""``, use the kernel when it builds, else the eager paths, silently (every failure
+above: no warning, no error); ``"0"``, never use it (``fused=True`` then raises a RuntimeError
+saying so); ``"1"``, require it (a failed build, a compiler timeout or a build lock held too
+long is a RuntimeError for ``fused=None`` too); any other value is a ValueError. Why the
+kernel is unavailable (no compiler, the compile error's first line, a timeout, the lock,
+``POSENC_NATIVE=0``) is kept in :attr:`NativeKernel.error`; :func:`status` reports it with the
+library, the folder, the compiler and whether OpenMP is in.
 
 Notation for tensor shapes: s = sequence, d = head_dim, r = rotary width (r <= d); x is
 ``(..., s, d)`` with its last dimension contiguous.
@@ -94,11 +109,14 @@ import dataclasses
 import hashlib
 import os
 import platform
+import shlex
 import shutil
+import signal
 import stat
 import subprocess
 import tempfile
 import threading
+import time
 from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
@@ -147,6 +165,18 @@ DEFAULT_CACHE = "~/.cache/posenc_core"
 LOCK_NAME = "rope_native.lock"
 RECORD_SUFFIX = ".sha256"  # the SHA-256 of a library, in hex, beside it
 
+# Bounds on what the first call may wait for. The build measured 4-5 s (gcc 12, -O3, two busy
+# cores), the OpenMP probe 0.03 s and ``--version`` a few ms: BUILD_TIMEOUT_S and
+# PROBE_TIMEOUT_S leave a slow or loaded machine more than ten times that, while a compiler that
+# hangs (it does so on its first call, ``--version``) costs the first call PROBE_TIMEOUT_S, not
+# minutes. A compiler that times out is killed with its whole process group.
+PROBE_TIMEOUT_S = 15.0  # ``--version`` and the OpenMP probe, each
+BUILD_TIMEOUT_S = 60.0  # compiling native.c
+# Another process's build lock is waited for this long at most, polled (flock LOCK_NB) every
+# LOCK_POLL_S; then this process uses the eager paths rather than stall its first call.
+LOCK_WAIT_S = 5.0
+LOCK_POLL_S = 0.05
+
 # Kinds by (x dtype, table dtype), as in native.c; the tables are already in the working dtype
 # (``kernels.working_dtype``).
 KINDS = {
@@ -178,12 +208,20 @@ def source() -> bytes:
 
 
 def read_mode() -> str:
-    """The ``POSENC_NATIVE`` setting: ``""`` (unset or empty), ``"0"`` or ``"1"``."""
+    """The ``POSENC_NATIVE`` setting: ``""`` (unset, empty or blank), ``"0"`` or ``"1"``;
+    surrounding whitespace is ignored (``" 0"``, ``"1\\n"``).
+
+    Raises:
+        ValueError: any other value, named with the allowed ones.
+    """
     value = os.environ.get(MODE_ENV, "")
-    if value not in MODES:
+    if value.strip() not in MODES:
         allowed = "; ".join(f"{k!r}: {v}" for k, v in MODES.items())
-        raise ValueError(f"{MODE_ENV} must be unset or one of {allowed}; got {value!r}")
-    return value
+        raise ValueError(
+            f"{MODE_ENV} must be unset or one of {allowed} (surrounding whitespace ignored); "
+            f"got {value!r}"
+        )
+    return value.strip()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -269,14 +307,39 @@ class _Folder:
         return text if len(text) == 64 and all(c in "0123456789abcdef" for c in text) else None
 
 
+SYMLINK_PROBLEM = "is a symbolic link; not trusted"
+NOEXEC_PROBLEM = "is on a filesystem mounted noexec (a library there cannot be loaded)"
+
+
+def _is_symlink(path: Path) -> bool:
+    try:
+        return stat.S_ISLNK(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _noexec(fd: int) -> bool:
+    """Whether the filesystem holding the open folder ``fd`` is mounted noexec (where
+    ``os.fstatvfs`` and ``os.ST_NOEXEC`` exist; elsewhere False)."""
+    flag = getattr(os, "ST_NOEXEC", 0)
+    if not flag or not hasattr(os, "fstatvfs"):
+        return False
+    try:
+        return bool(os.fstatvfs(fd).f_flag & flag)
+    except OSError:
+        return False
+
+
 def _open_folder(path: Path, private: bool = False) -> tuple[_Folder | None, str | None]:
-    """``path`` opened and checked (a folder, not a symbolic link, ours: :func:`_is_ours`), or
-    None and what is wrong with it."""
+    """``path`` opened and checked (a folder, not a symbolic link, ours: :func:`_is_ours`, on a
+    filesystem that allows loading libraries), or None and what is wrong with it."""
     flags = os.O_RDONLY | _flag("O_DIRECTORY") | _flag("O_NOFOLLOW") | _flag("O_CLOEXEC")
     try:
         fd = os.open(path, flags)  # O_NOFOLLOW: a symbolic link is refused, not followed
-    except OSError as exc:
-        return None, f"cannot be opened ({exc.strerror or exc})"
+    except OSError as exc:  # a link fails here too (ENOTDIR or ELOOP): say that it is one
+        return None, SYMLINK_PROBLEM if _is_symlink(path) else (
+            f"cannot be opened ({exc.strerror or exc})"
+        )
     st = os.fstat(fd)
     problem = None
     if not stat.S_ISDIR(st.st_mode):
@@ -285,6 +348,8 @@ def _open_folder(path: Path, private: bool = False) -> tuple[_Folder | None, str
         problem = f"is owned by user id {st.st_uid}, not this user ({os.getuid()})"
     elif not _is_ours(st):
         problem = f"is writable by others (mode {stat.S_IMODE(st.st_mode):o})"
+    elif _noexec(fd):
+        problem = NOEXEC_PROBLEM
     if problem:
         os.close(fd)
         return None, problem
@@ -317,14 +382,43 @@ def _private_folder() -> _Folder:
             atexit.register(shutil.rmtree, _private, ignore_errors=True)
         folder, problem = _open_folder(_private, private=True)
     if folder is None:
-        raise RuntimeError(f"the private temporary folder {_private} {problem}")
+        hint = f" (set {CACHE_ENV} or TMPDIR to a folder elsewhere)" if problem else ""
+        raise RuntimeError(f"the private temporary folder {_private} {problem}{hint}")
     return folder
+
+
+def _home_problem() -> str | None:
+    """What makes ``~`` unusable for a cache folder, or None: ``$HOME`` empty, or a home that
+    is not an absolute path (``~`` left unexpanded), the filesystem root or missing. Folders
+    are never created relative to such a home (``HOME=""`` expands ``~/.cache`` to
+    ``/.cache``)."""
+    home_env = os.environ.get("HOME")
+    if home_env is not None and not home_env.strip():
+        return f"HOME is empty ({home_env!r})"
+    home = os.path.expanduser("~")
+    where = f"the home folder {home!r}" + (" (HOME unset)" if home_env is None else "")
+    if not os.path.isabs(home):
+        return f"{where} is not an absolute path"
+    if Path(home) == Path(home).parent:
+        return f"{where} is the filesystem root"
+    if not os.path.isdir(home):
+        return f"{where} does not exist"
+    return None
 
 
 def _cache_folder() -> tuple[_Folder, str | None]:
     """The cache folder (``$POSENC_CACHE_DIR``, else ``~/.cache/posenc_core``, created if
     missing) if it passes the checks; else the private temporary folder, with a note why."""
-    path = Path(os.environ.get(CACHE_ENV) or DEFAULT_CACHE).expanduser()
+    configured = os.environ.get(CACHE_ENV) or DEFAULT_CACHE
+    if configured == "~" or configured.startswith("~/"):
+        home_problem = _home_problem()
+        if home_problem is not None:
+            note = (
+                f"no cache folder {configured}: {home_problem}, so no folder is created "
+                f"relative to it (set {CACHE_ENV}): built in a private temporary folder"
+            )
+            return _private_folder(), note
+    path = Path(configured).expanduser()
     try:
         _make_folders(path)
     except OSError as exc:
@@ -350,21 +444,50 @@ def cache_dir() -> Path:
     return folder.path
 
 
+class LockBusy(RuntimeError):
+    """Another process held the build lock for longer than ``LOCK_WAIT_S``."""
+
+
+_folder_locks: dict[tuple[int, int], threading.Lock] = {}  # (st_dev, st_ino) -> its lock
+_folder_locks_lock = threading.Lock()
+
+
 @contextlib.contextmanager
 def _build_lock(folder: _Folder) -> Iterator[None]:
-    """Hold the folder's lock file, so that one process at a time builds there (fcntl.flock;
-    no lock across processes where fcntl is missing). An OSError if the file cannot be
-    created (a read-only folder: then the build goes elsewhere)."""
-    if fcntl is None:
-        yield
-        return
-    flags = os.O_RDWR | os.O_CREAT | _flag("O_NOFOLLOW") | _flag("O_CLOEXEC")
-    fd = os.open(LOCK_NAME, flags, 0o600, dir_fd=folder.fd)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)  # released when fd is closed
-        yield
-    finally:
-        os.close(fd)
+    """Hold the folder's lock, so that one build at a time runs there: a lock per folder within
+    this process (waited for: a build in this process ends within the compiler's timeouts),
+    then ``fcntl.flock`` on its lock file across processes (none where fcntl is missing),
+    tried without blocking every ``LOCK_POLL_S`` for at most ``LOCK_WAIT_S``: a LockBusy if
+    another process still holds it (a build, or a process stopped while holding it). An
+    OSError if the file cannot be created (a read-only folder: then the build goes
+    elsewhere)."""
+    st = os.fstat(folder.fd)
+    with _folder_locks_lock:
+        local = _folder_locks.setdefault((st.st_dev, st.st_ino), threading.Lock())
+    with local:
+        if fcntl is None:
+            yield
+            return
+        flags = os.O_RDWR | os.O_CREAT | _flag("O_NOFOLLOW") | _flag("O_CLOEXEC")
+        fd = os.open(LOCK_NAME, flags, 0o600, dir_fd=folder.fd)
+        try:
+            deadline = time.monotonic() + LOCK_WAIT_S
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # released when fd closes
+                    break
+                except BlockingIOError:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        raise LockBusy(
+                            f"another process is building the kernel (the lock "
+                            f"{folder.path / LOCK_NAME} was still held after {LOCK_WAIT_S:g} "
+                            f"s; not waiting longer)"
+                        ) from None
+                    time.sleep(min(LOCK_POLL_S, left))
+            yield
+        finally:
+            os.close(fd)
 
 
 # --------------------------------------------------------------------------- the library
@@ -455,7 +578,61 @@ def _first_line(text: str) -> str:
     return next((ln for ln in lines if "error" in ln), lines[0]).strip()
 
 
-_openmp_support: dict[tuple[str, str], bool] = {}  # (compiler, --version) -> has -fopenmp
+_openmp_support: dict[str, bool] = {}  # the compiler's identity -> has -fopenmp
+
+
+class _CannotLoad(Exception):
+    """The dynamic loader refused a verified library (its reason in the message)."""
+
+
+class CompilerTimeout(RuntimeError):
+    """The compiler ran past its timeout (``PROBE_TIMEOUT_S``, ``BUILD_TIMEOUT_S``)."""
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    """Kill ``proc`` and every process of its process group (it leads one: started with
+    ``start_new_session``), then reap it."""
+    try:
+        if hasattr(os, "killpg"):
+            os.killpg(proc.pid, signal.SIGKILL)
+        else:  # Windows: no process groups to kill
+            proc.kill()
+    except OSError:  # already gone, or not ours to kill (a setuid program): the compiler alone
+        with contextlib.suppress(OSError):
+            proc.kill()
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=5)  # SIGKILL is not ignored: only a process stuck in the kernel waits
+    for pipe in (proc.stdout, proc.stderr):
+        if pipe is not None:
+            pipe.close()
+
+
+def _run(command: list[str], timeout: float, what: str) -> subprocess.CompletedProcess:
+    """Run the compiler ``command`` in a process group of its own, its output captured (text),
+    for at most ``timeout`` seconds: then the whole group (the compiler and whatever it
+    started) is killed and a CompilerTimeout names ``what`` it was doing. An OSError if it
+    cannot be started."""
+    proc = subprocess.Popen(
+        command,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        errors="replace",
+        start_new_session=True,
+    )
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        raise CompilerTimeout(
+            f"the C compiler timed out after {timeout:g} s ({what}: {shlex.join(command)[:120]}); "
+            f"it was killed with its child processes"
+        ) from None
+    except BaseException:  # e.g. KeyboardInterrupt: leave no compiler running
+        _kill_group(proc)
+        raise
+    return subprocess.CompletedProcess(command, proc.returncode, stdout, stderr)
 
 
 def _reason(exc: BaseException) -> str:
@@ -472,7 +649,7 @@ class NativeKernel:
     """
 
     def __init__(self, compiler: str | None = None) -> None:
-        self.compiler = compiler or os.environ.get("CC") or "cc"
+        self.compiler = (compiler or os.environ.get("CC") or "").strip() or "cc"
         self.error: str | None = None  # why the kernel is unavailable
         self.note: str | None = None  # what to know although it is available
         self.mode: str | None = None  # POSENC_NATIVE, once read
@@ -504,6 +681,8 @@ class NativeKernel:
                         self._lib = self._load()
                     except Exception as exc:  # noqa: BLE001 - any failure means: the eager paths
                         self.error = _reason(exc)
+                        if isinstance(exc, LockBusy) and self.mode != "1":
+                            self.error += "; the eager path is used in this process"
             if self._lib is None and self.mode == "1":
                 raise RuntimeError(
                     f"{MODE_ENV}=1 requires apply_rope's native kernel, but it could not be "
@@ -534,11 +713,15 @@ class NativeKernel:
     def _load(self) -> ctypes.CDLL:
         """Find or build the library: in the cache folder if it passes the checks and can be
         written when a build is needed, else in the private temporary folder."""
-        version = self._compiler_version()
+        version = self._compiler_identity()
         text = source()
         folder, self.note = _cache_folder()
         try:
             return self._load_from(folder, text, version)
+        except _CannotLoad as exc:  # e.g. a noexec filesystem that fstatvfs did not reveal
+            if folder.private:
+                raise RuntimeError(f"the library built in {folder.path} {exc}") from None
+            self.note = _not_used(folder.path, f"holds a library that {exc}")
         except OSError as exc:  # cannot write there (read-only, full): build privately
             if folder.private:
                 raise
@@ -548,6 +731,8 @@ class NativeKernel:
         private = _private_folder()
         try:
             return self._load_from(private, text, version)
+        except _CannotLoad as exc:
+            raise RuntimeError(f"the library built in {private.path} {exc}") from None
         finally:
             private.close()
 
@@ -567,6 +752,9 @@ class NativeKernel:
         name, fd, openmp = found
         try:
             lib = _dlopen(fd, folder.path / name)
+        except OSError as exc:  # the dynamic loader refused it
+            os.close(fd)
+            raise _CannotLoad(f"cannot be loaded ({_reason(exc)})") from None
         except BaseException:
             os.close(fd)
             raise
@@ -584,33 +772,51 @@ class NativeKernel:
                 return name, fd, openmp
         return None
 
-    def _compiler_version(self) -> str:
-        try:
-            done = subprocess.run(
-                [self.compiler, "--version"], capture_output=True, text=True, timeout=60
-            )
-        except (OSError, subprocess.SubprocessError) as exc:
-            raise RuntimeError(f"no C compiler {self.compiler!r} ({exc})") from None
-        return done.stdout
+    def command(self) -> list[str]:
+        """The compiler as a command: ``compiler`` split as a shell would (``CC="ccache gcc"``:
+        the program ``ccache``, found on ``PATH``, then its leading argument ``gcc``).
 
-    def _has_openmp(self, version: str, scratch: Path) -> bool:
+        Raises:
+            RuntimeError: it cannot be split (an unbalanced quote), or its program is not found.
+        """
+        try:
+            words = shlex.split(self.compiler)
+        except ValueError as exc:
+            raise RuntimeError(
+                f"no C compiler {self.compiler!r} (it cannot be split into words: {exc})"
+            ) from None
+        if not words or shutil.which(words[0]) is None:
+            program = words[0] if words else ""
+            raise RuntimeError(f"no C compiler {self.compiler!r} (no program {program!r} on PATH)")
+        return words
+
+    def _compiler_identity(self) -> str:
+        """What identifies the compiler in a library's name: every word of its command (the
+        program and its leading arguments) and its ``--version`` output."""
+        command = self.command()
+        try:
+            done = _run([*command, "--version"], PROBE_TIMEOUT_S, "--version")
+        except OSError as exc:
+            raise RuntimeError(f"no C compiler {self.compiler!r} ({exc})") from None
+        return "\0".join(command) + "\0" + done.stdout
+
+    def _has_openmp(self, identity: str, scratch: Path) -> bool:
         """Whether the compiler builds and links a program with ``OPENMP_FLAG`` (probed once per
-        compiler and process, in ``scratch``)."""
-        key = (self.compiler, version)
-        if key not in _openmp_support:
+        compiler and process, in ``scratch``, for at most ``PROBE_TIMEOUT_S``).
+
+        Raises:
+            CompilerTimeout: the probe timed out (a compiler that hangs: no build is tried).
+        """
+        if identity not in _openmp_support:
             probe = scratch / "openmp_probe.c"
             probe.write_text(OPENMP_PROBE)
+            args = ["-fPIC", "-shared", OPENMP_FLAG, "-o", str(probe) + ".so", str(probe)]
             try:
-                done = subprocess.run(
-                    [self.compiler, "-fPIC", "-shared", OPENMP_FLAG, "-o", str(probe) + ".so"]
-                    + [str(probe)],
-                    capture_output=True,
-                    timeout=120,
-                )
-                _openmp_support[key] = done.returncode == 0
-            except (OSError, subprocess.SubprocessError):
-                _openmp_support[key] = False
-        return _openmp_support[key]
+                done = _run([*self.command(), *args], PROBE_TIMEOUT_S, "the OpenMP probe")
+                _openmp_support[identity] = done.returncode == 0
+            except OSError:
+                _openmp_support[identity] = False
+        return _openmp_support[identity]
 
     def _build(self, folder: _Folder, text: bytes, version: str) -> None:
         """Compile the library into ``folder``, whose lock is held: in a private subfolder
@@ -627,11 +833,10 @@ class NativeKernel:
             src, built = scratch / name.replace(".so", ".c"), scratch / name
             record = scratch / (name + RECORD_SUFFIX)
             src.write_bytes(text)
-            done = subprocess.run(
-                [self.compiler, *flags, "-o", str(built), str(src)],
-                capture_output=True,
-                text=True,
-                timeout=300,
+            done = _run(
+                [*self.command(), *flags, "-o", str(built), str(src)],
+                BUILD_TIMEOUT_S,
+                f"compiling {SOURCE_NAME}",
             )
             if done.returncode != 0:
                 raise RuntimeError(

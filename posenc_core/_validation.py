@@ -370,9 +370,14 @@ def float_dtype(name: str, value: object) -> torch.dtype:
 
 
 def tensor(name: str, value: object, *, min_dim: int = 0, floating: bool = False) -> torch.Tensor:
-    """Check that ``value`` is a tensor with at least ``min_dim`` dimensions."""
+    """Check that ``value`` is a strided (dense) tensor with at least ``min_dim`` dimensions."""
     if not isinstance(value, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
+    if value.layout != torch.strided:
+        raise TypeError(
+            f"{name} must be a strided (dense) tensor, got layout {value.layout}; "
+            "convert it with .to_dense() first"
+        )
     if value.dim() < min_dim:
         raise ValueError(
             f"{name} must have at least {min_dim} dimensions, got shape {tuple(value.shape)}"

@@ -579,3 +579,14 @@ def test_an_in_place_rotation_with_separate_tables_is_still_accepted():
         y = x.clone()
         assert pc.apply_rope(y, cos, sin, out=y, fused=fused) is y
         assert bits_equal(y, expected)
+
+
+@pytest.mark.parametrize("which", ["q", "k"])
+def test_a_sparse_query_or_key_of_a_rotary_embedding_is_refused_naming_it(which):
+    """RotaryEmbedding checked q and k for dtype and shape only: a sparse one reached torch and
+    failed there with a bare error."""
+    rope = pc.RotaryEmbedding(head_dim=8)
+    q, k = torch.randn(1, 2, 5, 8), torch.randn(1, 2, 5, 8)
+    args = {"q": q, "k": k, which: (q if which == "q" else k).to_sparse()}
+    with pytest.raises(TypeError, match=rf"^{which} must be a strided \(dense\) tensor"):
+        rope(args["q"], args["k"])

@@ -5,10 +5,10 @@ Two layers, one folder each:
 * the numerical core, ``posenc_core/`` (``sinusoidal``, ``rotation``, ``learned``, ``alibi``,
   ``attention``, ``rope``, ``positions`` (positions per row: padding, packing), ``t5_bias``
   (T5's relative position bias), ``analysis`` and the private ``_validation``, ``_numerics``,
-  ``_format``, ``_extras``). It imports only torch, numpy and the standard library, never matplotlib,
-  ipywidgets, IPython or anything in ``posenc_core.book``, so ``import posenc_core`` stays
-  light (``tests/core/test_package.py`` checks both in a fresh process and by reading the
-  source).
+  ``_format``, ``_extras``). It imports only torch, numpy and the standard library, never
+  matplotlib, ipywidgets, IPython or anything in ``posenc_core.book``, so
+  ``import posenc_core`` stays light (``tests/core/test_package.py`` checks both in a fresh
+  process and by reading the source).
 * the book layer, ``posenc_core.book`` (``figures``, ``widgets``, ``models``, ``studies``,
   ``instruments``, ``sources``, ``exercises``, ``notebook``): it imports the core, never the
   reverse, and is not imported here.

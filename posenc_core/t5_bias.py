@@ -25,8 +25,8 @@ from . import _validation as check
 __all__ = ["relative_position_bucket", "T5RelativePositionBias", "MAX_BUCKETS"]
 
 MAX_BUCKETS = 2**16
-"""The most buckets the rule accepts, 65536 (T5 uses 32): the bucket starts are computed and
-cached per (buckets, max_distance)."""
+"""The largest ``num_buckets`` the rule accepts (65536; T5 uses 32). The bucket starts are
+computed and cached per (buckets, max_distance)."""
 
 
 def _check_buckets(

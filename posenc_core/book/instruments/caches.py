@@ -240,8 +240,8 @@ def with_rejected_drafts(
         ``logits[:, real]``).
 
     Raises:
-        TypeError, ValueError: an argument outside the above; the message names it, the value
-        and what is allowed.
+        TypeError, ValueError: an argument outside the above; the message names it, the
+            value and what is allowed.
     """
     _check_tokens(tokens)
     s = tokens.shape[1]

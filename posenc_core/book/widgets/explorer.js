@@ -482,8 +482,10 @@ function legend(ctx, x, y, items) {
 // What a reader may type into a number's field, read by parse_number and nothing else:
 // - the text is trimmed; after that at most MAX_TYPED characters are read: a longer text is
 //   refused ("too long") and never echoed whole (echo() cuts any echo to 20 characters);
-// - fullwidth forms (０-９ ． ， ＋ － ｅ) read as their ASCII characters, and the minus sign
-//   U+2212 and its lookalikes (‐ ‑ ‒ – ﹣) as "-": −5 is -5;
+// - fullwidth forms (U+FF01 to U+FF5E: digits, point, comma, signs, e) read as their ASCII
+//   characters (written here as code points: the page's CJK font is cut to the characters the
+//   pages use, this module's text included), and the minus sign U+2212 and its lookalikes
+//   (‐ ‑ ‒ – ﹣) as "-": −5 is -5;
 // - a number is an optional sign, decimal digits with at most one decimal point and an
 //   optional exponent e±n: 5, -5, +5, 2.5, .5, 5., 1e6, 2.5E-3;
 // - decimal only: 0x10, 0b100, 0o17 are refused ("decimal digits only"); Infinity, NaN and

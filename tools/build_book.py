@@ -11,7 +11,8 @@ nothing ("0 added, 0 changed") and exits 0 over the failed pages. This wrapper:
    execution is never cached). It writes the marker.
 2. Runs the build in a child process (Jupyter Book's ``build_sphinx``, the function behind
    ``jupyter-book build -W -n --keep-going``) whose HTML goes to a fresh folder,
-   ``_build/html.staging``, with the doctrees and the execution cache in their usual places.
+   ``_build/html.staging``, with the doctrees and the execution cache in their usual places,
+   and ``OMP_NUM_THREADS=1`` unless it is set (:data:`KERNEL_THREADS`).
    The child is the leader of its own process group; SIGINT, SIGTERM and SIGHUP sent to the
    wrapper are passed to that group as SIGINT (Sphinx and nbclient then stop and shut their
    kernels down), and the wrapper waits for the child, killing the group after
@@ -40,6 +41,12 @@ STAGING = "html.staging"
 FAILED = "html.failed"
 PREVIOUS = "html.previous"
 GRACE_SECONDS = 60  # after a forwarded signal, how long the build may take to shut down
+# The chapters' kernels run PyTorch with one intra-op thread unless OMP_NUM_THREADS is set: the
+# book's models are tiny, and on a machine whose cores are taken PyTorch's OpenMP threads
+# spin-wait for each other. Measured on chapter 8b (2-core AMD EPYC): 24.7 s with two threads and
+# 9.3 s with one, quiet; 87.8 s and 22.7 s with two busy processes, where one cell took 40.4 s
+# (past 120 s in one busy build, failing it) and 4.1 s.
+KERNEL_THREADS = "1"
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
@@ -170,7 +177,9 @@ def _run_child(command: list[str]) -> tuple[int, int | None]:
                 pass
 
     previous = {s: signal.signal(s, forward) for s in FORWARDED}
-    child = subprocess.Popen(command, start_new_session=True)
+    env = {**os.environ}
+    env.setdefault("OMP_NUM_THREADS", KERNEL_THREADS)
+    child = subprocess.Popen(command, start_new_session=True, env=env)
     started.append(child)
     if received:  # a signal came while the child was starting
         _kill_group(child.pid)

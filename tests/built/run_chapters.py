@@ -30,6 +30,7 @@ def run_one(path: pathlib.Path, out: pathlib.Path) -> tuple[str, bool]:
     glue_file = out / f"{path.stem}.glue.jsonl"
     glue_file.write_text("")
     env = {**os.environ, "POSENC_TEST_GLUE_FILE": str(glue_file)}
+    env.setdefault("OMP_NUM_THREADS", "1")  # as the book's build runs them (tools/build_book.py)
     start = time.perf_counter()
     client = NotebookClient(
         nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(out)}}

@@ -61,7 +61,8 @@ def book(tmp_path):
     (tmp_path / "_toc.yml").write_text(yaml.safe_dump(toc))
     (tmp_path / "intro.md").write_text("# Intro\n")
     code = (
-        "import pathlib\nassert not pathlib.Path('fail').exists(), 'told to fail'\nprint(6 * 7)\n"
+        "import os, pathlib\nassert not pathlib.Path('fail').exists(), 'told to fail'\n"
+        "print(6 * 7, 'threads', os.environ.get('OMP_NUM_THREADS'))\n"
     )
     (tmp_path / "chapter.ipynb").write_text(json.dumps(_notebook(code)))
     return tmp_path
@@ -88,7 +89,7 @@ def test_a_failed_chapter_fails_every_build_until_it_is_fixed(book):
     (book / "fail").unlink()
     third = build(book)
     assert third.returncode == 0, third.stdout[-3000:] + third.stderr[-3000:]
-    assert "42" in (html / "chapter.html").read_text()
+    assert "42 threads 1" in (html / "chapter.html").read_text(), "kernels get one thread"
     assert not (book / "_build" / ".book-build-incomplete").exists()
     assert not (book / "_build" / "html.failed").exists(), "a good build clears the failed pages"
     fourth = build(book)  # a clean build stays clean, from the cache

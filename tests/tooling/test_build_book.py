@@ -21,6 +21,7 @@ import time
 
 import pytest
 import yaml
+from scratch_book import notebook as _notebook
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "tools" / "build_book.py"
@@ -28,27 +29,6 @@ pytestmark = pytest.mark.skipif(
     shutil.which("jupyter-book", path=str(pathlib.Path(sys.executable).parent)) is None,
     reason="jupyter-book is not installed in this environment",
 )
-
-
-def _notebook(source: str) -> dict:
-    return {
-        "cells": [
-            {"cell_type": "markdown", "id": "c0", "metadata": {}, "source": ["# A chapter\n"]},
-            {
-                "cell_type": "code",
-                "execution_count": None,
-                "id": "c1",
-                "metadata": {},
-                "outputs": [],
-                "source": [source],
-            },
-        ],
-        "metadata": {
-            "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}
-        },
-        "nbformat": 4,
-        "nbformat_minor": 5,
-    }
 
 
 @pytest.fixture

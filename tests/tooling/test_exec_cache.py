@@ -18,6 +18,7 @@ import types
 
 import pytest
 import yaml
+from scratch_book import notebook
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("exec_cache", ROOT / "_ext" / "exec_cache.py")
@@ -164,25 +165,7 @@ def built(tmp_path):
     toc = {"format": "jb-book", "root": "intro", "chapters": [{"file": "chapter"}]}
     (tmp_path / "_toc.yml").write_text(yaml.safe_dump(toc))
     (tmp_path / "intro.md").write_text("# Intro\n")
-    notebook = {
-        "cells": [
-            {"cell_type": "markdown", "id": "c0", "metadata": {}, "source": ["# A chapter\n"]},
-            {
-                "cell_type": "code",
-                "execution_count": None,
-                "id": "c1",
-                "metadata": {},
-                "outputs": [],
-                "source": ["print(6 * 7)\n"],
-            },
-        ],
-        "metadata": {
-            "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}
-        },
-        "nbformat": 4,
-        "nbformat_minor": 5,
-    }
-    (tmp_path / "chapter.ipynb").write_text(json.dumps(notebook))
+    (tmp_path / "chapter.ipynb").write_text(json.dumps(notebook("print(6 * 7)\n")))
     first = _build(tmp_path)
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
     return tmp_path

@@ -2,13 +2,18 @@
 
     Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k) + B) V
 
-with an optional causal mask and an optional additive bias B (ALiBi's, for example).
+with an optional causal mask and an optional additive bias B (ALiBi's, for example), and the
+per-layer terms of recent models: a sliding-window mask (Mistral, Gemma 2-4, GPT-OSS; ModernBERT's
+bidirectional one), a chunked mask (Llama 4) and per-head sink logits (GPT-OSS). The masks are
+public (:func:`sliding_window_mask`, :func:`chunked_mask`) so that they can be printed.
 Nothing here knows about positions: without a positional scheme and without a causal mask
 the map from a set of tokens to outputs is permutation-equivariant (chapter 1).
 
 Built on ``torch.nn.functional.scaled_dot_product_attention`` when the weights are not
-requested; both it and the explicit path (``return_weights=True``) are checked in
-``tests/core/test_attention.py`` against the softmax written out with loops in float64.
+requested and there are no sinks; both it and the explicit path (``return_weights=True``) are
+checked in ``tests/core/test_attention.py`` against the softmax written out with loops in
+float64, and the windows, chunks and sinks in ``tests/core/test_attention_layers.py`` against
+the Hugging Face functions they mirror.
 
 Notation for tensor shapes: b = batch, h = heads, s = sequence, d = d_model, d_h = head width.
 """
@@ -77,19 +82,195 @@ def _check_bias(bias: object, scores_shape: tuple[int, ...], like: torch.Tensor)
     return bias
 
 
+def _keep(
+    s_q: int,
+    s_k: int,
+    causal: bool,
+    window: int | None,
+    chunk: int | None,
+    device: torch.device | None = None,
+) -> torch.Tensor:
+    """Boolean ``(s_q, s_k)``: True where query i sees key j, for checked arguments.
+
+    The queries are the last s_q of the s_k positions (query row r is position
+    ``s_k - s_q + r``), as with a KV cache; a window or chunk of at least s_k is the same as
+    s_k (clipped, so that no index arithmetic can overflow)."""
+    i = torch.arange(s_k - s_q, s_k, device=device)[:, None]  # (s_q, 1) query positions
+    j = torch.arange(s_k, device=device)[None, :]  # (1, s_k) key positions
+    keep = (j <= i) if causal else None
+    local = None
+    if window is not None:
+        w = min(window, max(s_k, 1))
+        local = (j > i - w) if causal else ((i - j).abs() <= w)
+    elif chunk is not None:
+        c = min(chunk, max(s_k, 1))
+        local = (i // c) == (j // c)
+    if local is None:
+        return keep if keep is not None else torch.ones(s_q, s_k, dtype=torch.bool, device=device)
+    return local if keep is None else keep & local
+
+
+def _mask_lengths(where: str, s_q: object, s_k: object) -> tuple[int, int]:
+    """Check the lengths of a public mask function: s_q >= 0, s_k >= s_q (None: s_q), and the
+    mask (one boolean per pair, plus int64 indices) within ``MAX_RESULT_BYTES``."""
+    s_q = check.non_negative_int("s_q", s_q)
+    s_k = s_q if s_k is None else check.non_negative_int("s_k", s_k)
+    if s_k < s_q:
+        raise ValueError(
+            f"s_k must be at least s_q (the s_q queries are the last s_q of the s_k key "
+            f"positions), got s_q={s_q}, s_k={s_k}"
+        )
+    check.result_size(
+        where,
+        "the mask",
+        [("s_q", s_q), ("s_k", s_k)],
+        s_q * s_k + 8 * (s_q + s_k),
+        1,
+        precision="a boolean per pair and int64 indices",
+        advice="build it in chunks of queries",
+    )
+    return s_q, s_k
+
+
+def sliding_window_mask(
+    s_q: int, s_k: int | None = None, *, window: int, causal: bool = True
+) -> torch.Tensor:
+    """Boolean sliding-window mask: True where query i may attend to key j.
+
+    Causal (Mistral, Gemma 2-4, Cohere2, GPT-OSS, OLMo 3): ``i - window < j <= i``, i.e. each
+    query sees ``window`` keys, itself included (Hugging Face's
+    ``sliding_window_causal_mask_function``: ``sliding_window_overlay``, ``kv_idx > q_idx -
+    sliding_window``, and ``causal_mask_function``, ``kv_idx <= q_idx``). Bidirectional
+    (``causal=False``): ``|i - j| <= window``, i.e. up to ``2 window + 1`` keys (Hugging
+    Face's ``sliding_window_bidirectional_mask_function``). ModernBERT's bidirectional local
+    layers use the latter with ``window = local_attention // 2`` (its config's
+    ``sliding_window`` property; the ``sliding_window + 1`` its attention module holds is
+    only passed to flash-attention kernels, whose window is ``(w - 1, w - 1)``): 129 keys for
+    ``local_attention=128``. The s_q queries are the last s_q of the s_k positions (decoding
+    with a KV cache). Checked in ``tests/core/test_attention_layers.py`` against those
+    functions on index grids and against ``create_sliding_window_causal_mask``.
+
+    Args:
+        s_q: number of queries, an integer >= 0.
+        s_k: number of keys, an integer >= s_q; None for s_q. The mask (s_q x s_k booleans)
+            may take at most ``MAX_RESULT_BYTES`` (4 GiB).
+        window: a positive integer (the causal window counts the query itself).
+        causal: True or False; also hide the keys after each query.
+
+    Returns:
+        ``(s_q, s_k)`` boolean tensor on the CPU, True where the pair is visible.
+
+    Raises:
+        TypeError: a length or window that is not an integer (a bool included), or a causal
+            flag that is not a bool.
+        ValueError: a negative length, s_k < s_q, a window < 1, or a mask above
+            ``MAX_RESULT_BYTES``.
+    """
+    window = check.positive_int("window", window)
+    causal = check.boolean("causal", causal)
+    s_q, s_k = _mask_lengths("sliding_window_mask", s_q, s_k)
+    return _keep(s_q, s_k, causal, window, None)
+
+
+def chunked_mask(
+    s_q: int, s_k: int | None = None, *, chunk: int, causal: bool = True
+) -> torch.Tensor:
+    """Boolean chunked mask: True where query i may attend to key j.
+
+    Visible iff ``i // chunk == j // chunk`` (the sequence is cut into blocks of ``chunk``
+    positions and each query sees only its own block), and ``j <= i`` when causal: Llama 4's
+    chunked attention layers (``attention_chunk_size``), Hugging Face's
+    ``chunked_causal_mask_function`` (``chunked_overlay``, ``(kv_idx - left_padding) //
+    chunk_size == (q_idx - left_padding) // chunk_size``, here without left padding, and
+    ``causal_mask_function``); ``causal=False`` is ``chunked_overlay`` alone. The s_q queries
+    are the last s_q of the s_k positions (decoding with a KV cache). Checked in
+    ``tests/core/test_attention_layers.py`` against those functions on index grids and
+    against ``create_chunked_causal_mask``.
+
+    Args:
+        s_q: number of queries, an integer >= 0.
+        s_k: number of keys, an integer >= s_q; None for s_q. The mask (s_q x s_k booleans)
+            may take at most ``MAX_RESULT_BYTES`` (4 GiB).
+        chunk: a positive integer, the block length.
+        causal: True or False; also hide the keys after each query.
+
+    Returns:
+        ``(s_q, s_k)`` boolean tensor on the CPU, True where the pair is visible.
+
+    Raises:
+        TypeError: a length or chunk that is not an integer (a bool included), or a causal
+            flag that is not a bool.
+        ValueError: a negative length, s_k < s_q, a chunk < 1, or a mask above
+            ``MAX_RESULT_BYTES``.
+    """
+    chunk = check.positive_int("chunk", chunk)
+    causal = check.boolean("causal", causal)
+    s_q, s_k = _mask_lengths("chunked_mask", s_q, s_k)
+    return _keep(s_q, s_k, causal, None, chunk)
+
+
 def _combined_mask(
-    bias: torch.Tensor | None, q_len: int, k_len: int, causal: bool, like: torch.Tensor
+    bias: torch.Tensor | None,
+    q_len: int,
+    k_len: int,
+    causal: bool,
+    like: torch.Tensor,
+    window: int | None = None,
+    chunk: int | None = None,
 ) -> torch.Tensor | None:
-    """Additive mask (q_len, k_len) or broadcastable bias with the causal part folded in."""
-    if not causal:
+    """Additive mask (q_len, k_len) or broadcastable bias with the causal, sliding-window or
+    chunked mask folded in (0 where visible, -inf where hidden)."""
+    if not causal and window is None and chunk is None:
         return bias
-    keep = torch.ones(q_len, k_len, dtype=torch.bool, device=like.device).tril(
-        k_len - q_len
-    )  # (q, k)
-    causal_mask = torch.zeros(q_len, k_len, dtype=like.dtype, device=like.device).masked_fill(
+    keep = _keep(q_len, k_len, causal, window, chunk, like.device)  # (q, k)
+    mask = torch.zeros(q_len, k_len, dtype=like.dtype, device=like.device).masked_fill(
         ~keep, float("-inf")
     )
-    return causal_mask if bias is None else bias + causal_mask
+    return mask if bias is None else bias + mask
+
+
+def _check_local(
+    window: object, chunk: object, s_q: int, s_k: int
+) -> tuple[int | None, int | None]:
+    """Check ``window`` and ``chunk`` (each None or a positive integer, not both) for s_q
+    queries and s_k keys; return them as ints."""
+    if window is not None:
+        window = check.positive_int("window", window)
+    if chunk is not None:
+        chunk = check.positive_int("chunk", chunk)
+    if window is not None and chunk is not None:
+        raise ValueError(
+            "window and chunk are mutually exclusive (a layer uses a sliding window or chunks, "
+            f"not both), got window={window}, chunk={chunk}"
+        )
+    if (window is not None or chunk is not None) and s_q > s_k:
+        raise ValueError(
+            f"with window or chunk, q may not be longer than k (the queries are the last s_q of "
+            f"the s_k positions), got s_q={s_q}, s_k={s_k}"
+        )
+    return window, chunk
+
+
+def _check_sinks(sinks: object, scores_shape: tuple[int, ...], like: torch.Tensor) -> torch.Tensor:
+    """Check sink logits: a finite floating-point ``(h,)`` (or ``(1,)``) tensor on ``like``'s
+    device, h the head dimension (-3) of the scores ``(..., h, s_q, s_k)``."""
+    check.tensor("sinks", sinks, floating=True)
+    if len(scores_shape) < 3:
+        raise ValueError(
+            "sinks need a head dimension: q, k and v of at least 3 dimensions (..., h, s, d_h), "
+            f"got scores of shape (s_q, s_k) = {scores_shape} and sinks of shape {_shape(sinks)}"
+        )
+    h = scores_shape[-3]
+    if sinks.dim() != 1 or sinks.shape[0] not in (1, h):
+        raise ValueError(
+            f"sinks must have shape (h,) = ({h},), one logit per head (dimension -3 of the "
+            f"scores (..., h, s_q, s_k) = {scores_shape}), or (1,); got {_shape(sinks)}"
+        )
+    if sinks.device != like.device:
+        raise ValueError(
+            f"sinks must be on the same device as the queries ({like.device}), got {sinks.device}"
+        )
+    return check.finite("sinks", sinks)
 
 
 def attention(
@@ -100,13 +281,22 @@ def attention(
     causal: bool = False,
     bias: torch.Tensor | None = None,
     return_weights: bool = False,
+    window: int | None = None,
+    chunk: int | None = None,
+    sinks: torch.Tensor | None = None,
 ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
-    """softmax(q k^T / sqrt(d_h) + bias) v, with an optional causal mask (Vaswani et al.
-    2017, Eq. 1).
+    """softmax(q k^T / sqrt(d_h) + bias) v, with optional causal, sliding-window or chunked
+    masks and sink logits (Vaswani et al. 2017, Eq. 1).
 
     Checked in ``tests/core/test_attention.py`` against the softmax written out with explicit
     loops in float64 (with a causal mask and a bias, also broadcast), and decoding queries
-    (s_q < s_k) against the last rows of the full pass.
+    (s_q < s_k) against the last rows of the full pass; ``window``, ``chunk`` and ``sinks`` in
+    ``tests/core/test_attention_layers.py`` against Hugging Face's mask functions and GPT-OSS's
+    ``eager_attention_forward``, and against a float64 loop.
+
+    Paths: ``torch.nn.functional.scaled_dot_product_attention`` when ``return_weights`` is
+    False and there are no sinks (a window, a chunk, a bias, or a causal mask with s_q < s_k
+    passed to it as one additive ``(..., s_q, s_k)`` mask); otherwise the explicit softmax.
 
     Args:
         q: ``(..., s_q, d_h)``, floating point, d_h >= 1.
@@ -121,20 +311,43 @@ def attention(
             broadcast to ``(..., s_q, s_k)`` without enlarging it (e.g. ``(s_q, s_k)``,
             ``(h, s_q, s_k)`` or ``(h, 1, s_k)``), on q's device; cast to q's dtype.
         return_weights: True or False; also return the attention weights. The scores and
-            weights it builds (2 x ... x s_q x s_k in q's dtype), like the causal mask built
-            for s_q < s_k or with a bias (s_q x s_k), may take at most ``MAX_RESULT_BYTES``
-            (4 GiB).
+            weights it builds (2 x ... x s_q x s_k in q's dtype; s_k + 1 columns in the
+            promoted dtype of q and sinks with sinks), like the mask built for a window, a
+            chunk, or causal with s_q < s_k or with a bias (s_q x s_k), may take at most
+            ``MAX_RESULT_BYTES`` (4 GiB).
+        window: None, or a positive integer: a sliding window (see
+            :func:`sliding_window_mask`). With causal, query i sees key j iff
+            ``i - window < j <= i`` (Hugging Face's ``sliding_window_causal_mask_function``:
+            window keys, the query included); without, iff ``|i - j| <= window`` (Hugging
+            Face's ``sliding_window_bidirectional_mask_function``, up to 2 window + 1 keys;
+            ModernBERT's local layers have ``window = local_attention // 2``, its config's
+            ``sliding_window``). i and j index the positions of the call, the queries being
+            the last s_q of the s_k (so s_q <= s_k).
+        chunk: None, or a positive integer: query i sees key j iff ``i // chunk == j //
+            chunk`` (and ``j <= i`` with causal; Llama 4's ``attention_chunk_size``, Hugging
+            Face's ``chunked_causal_mask_function``; see :func:`chunked_mask`). Positions as
+            for window; not together with window.
+        sinks: None, or one finite logit per head, a floating-point ``(h,)`` (or ``(1,)``)
+            tensor on q's device, h the head dimension (-3) of the scores ``(..., h, s_q,
+            s_k)``: the softmax runs over the keys and one extra column holding the head's sink
+            logit, which is then dropped, so each row of weights sums to less than 1 (GPT-OSS,
+            Hugging Face's ``eager_attention_forward`` in ``modeling_gpt_oss``). As there, the
+            softmax runs in the promoted dtype of the scores and the sinks, and the weights are
+            cast to v's dtype. Always the explicit path, whose scores count against
+            ``MAX_RESULT_BYTES`` as with return_weights.
 
     Returns:
         ``(..., s_q, d_v)``, and the weights ``(..., s_q, s_k)`` if requested (leading
         dimensions: the broadcast of those of q, k and bias).
 
     Raises:
-        TypeError: a non-tensor or non-floating q, k, v or bias (a boolean bias included),
-            mismatched dtypes of q, k, v, or a flag that is not a bool.
+        TypeError: a non-tensor or non-floating q, k, v, bias or sinks (a boolean bias
+            included), mismatched dtypes of q, k, v, a flag that is not a bool, or a window
+            or chunk that is not an integer (a bool included).
         ValueError: fewer than 2 dimensions, shapes that do not fit together, a bias that
-            does not broadcast to the scores, tensors on different devices, or causal with
-            s_q > s_k.
+            does not broadcast to the scores, tensors on different devices, causal (or a
+            window or chunk) with s_q > s_k, a window or chunk < 1, both window and chunk,
+            or sinks of the wrong shape or not finite.
     """
     for name, t in (("q", q), ("k", k), ("v", v)):
         check.tensor(name, t, min_dim=2, floating=True)
@@ -176,7 +389,11 @@ def attention(
         raise ValueError(f"with causal=True, q may not be longer than k, got s_q={s_q}, s_k={s_k}")
     if bias is not None:
         bias = _check_bias(bias, batch + (s_q, s_k), q)
-    return _attention(q, k, v, causal, bias, return_weights, "attention")
+    if window is not None or chunk is not None:
+        window, chunk = _check_local(window, chunk, s_q, s_k)
+    if sinks is not None:
+        sinks = _check_sinks(sinks, batch + (s_q, s_k), q)
+    return _attention(q, k, v, causal, bias, return_weights, "attention", window, chunk, sinks)
 
 
 def _attention(
@@ -187,27 +404,42 @@ def _attention(
     bias: torch.Tensor | None,
     return_weights: bool,
     where: str,
+    window: int | None = None,
+    chunk: int | None = None,
+    sinks: torch.Tensor | None = None,
 ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
-    """:func:`attention` for checked arguments (the bias checked against the scores); ``where``
-    names the public caller in the message when the scores or the mask would be too large."""
+    """:func:`attention` for checked arguments (the bias and sinks checked against the scores);
+    ``where`` names the public caller in the message when the scores or the mask would be too
+    large."""
     s_q, s_k = q.shape[-2], k.shape[-2]
-    _check_score_size(q, k, v, bias, causal, return_weights, where)
+    local = window is not None or chunk is not None
+    _check_score_size(q, k, v, bias, causal, local, sinks, return_weights, where)
     if bias is not None:
         bias = bias.to(q.dtype)
         if bias.dim() < 2:  # (s_k,) or (): same broadcast, as SDPA wants >= 2 dims on 4-D input
             bias = bias.reshape((1,) * (2 - bias.dim()) + _shape(bias))
-    if not return_weights:
-        if bias is None and (not causal or s_q == s_k):
+    if not return_weights and sinks is None:
+        if bias is None and not local and (not causal or s_q == s_k):
             return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
         return F.scaled_dot_product_attention(
-            q, k, v, attn_mask=_combined_mask(bias, s_q, s_k, causal, q)
+            q, k, v, attn_mask=_combined_mask(bias, s_q, s_k, causal, q, window, chunk)
         )
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (..., s_q, s_k)
-    mask = _combined_mask(bias, s_q, s_k, causal, q)
+    mask = _combined_mask(bias, s_q, s_k, causal, q, window, chunk)
     if mask is not None:
         scores = scores + mask
-    weights = torch.softmax(scores, dim=-1)  # (..., s_q, s_k)
-    return weights @ v, weights
+    if sinks is None:
+        weights = torch.softmax(scores, dim=-1)  # (..., s_q, s_k)
+        return (weights @ v, weights) if return_weights else weights @ v
+    # GPT-OSS: one more column holding the head's sink logit; torch.cat's type promotion
+    # (as in Hugging Face's eager_attention_forward) fixes the dtype of the softmax, which
+    # subtracts the row maximum, sink included, as Hugging Face does explicitly.
+    dtype = torch.promote_types(scores.dtype, sinks.dtype)
+    sink = sinks.to(dtype).reshape(-1, 1, 1).expand(*scores.shape[:-1], 1)  # (..., h, s_q, 1)
+    logits = torch.cat([scores.to(dtype), sink], dim=-1)  # (..., h, s_q, s_k + 1)
+    weights = torch.softmax(logits, dim=-1)[..., :-1].to(v.dtype)  # the sink column dropped
+    out = weights @ v
+    return (out, weights) if return_weights else out
 
 
 def _check_score_size(
@@ -216,25 +448,38 @@ def _check_score_size(
     v: torch.Tensor,
     bias: torch.Tensor | None,
     causal: bool,
+    local: bool,
+    sinks: torch.Tensor | None,
     return_weights: bool,
     where: str,
 ) -> None:
-    """Refuse (``check.result_size``) scores and weights ``(..., s_q, s_k)`` that
-    ``return_weights`` would materialise, or a causal mask ``(s_q, s_k)`` (broadcast with the
-    bias) to be built, above ``MAX_RESULT_BYTES``; the fused kernel itself builds neither."""
+    """Refuse (``check.result_size``) scores and weights ``(..., s_q, s_k)`` that the explicit
+    path (``return_weights`` or sinks) would materialise, or a mask ``(s_q, s_k)`` (causal,
+    sliding-window or chunked; broadcast with the bias) to be built, above
+    ``MAX_RESULT_BYTES``; the fused kernel itself builds neither."""
     s_q, s_k = q.shape[-2], k.shape[-2]
-    if return_weights:
+    masked = local or causal
+    if return_weights or sinks is not None:
         lead = _broadcast(_shape(q)[:-2], _shape(k)[:-2], _shape(v)[:-2]) or ()  # the bias
-        check.result_size(  # broadcasts to the scores without enlarging them (checked)
+        # broadcasts to the scores without enlarging them (checked); a mask is built even
+        # for an empty batch, hence at least one score matrix when there is one
+        n = max(math.prod(lead), 1 if masked else 0)
+        dtype = q.dtype if sinks is None else torch.promote_types(q.dtype, sinks.dtype)
+        check.result_size(
             where,
             "the attention scores and weights",
             [("batch", lead), ("s_q", s_q), ("s_k", s_k)],
-            2 * math.prod(lead) * s_q * s_k,
-            q.dtype.itemsize,
-            precision=str(q.dtype),
-            advice="return_weights=False does not build them, or attend in chunks of queries",
+            2 * n * s_q * (s_k + (sinks is not None)),
+            dtype.itemsize,
+            precision=str(dtype),
+            advice=(
+                "return_weights=False does not build them, or attend in chunks of queries"
+                if sinks is None
+                else "with sinks the explicit path builds them even without return_weights; "
+                "attend in chunks of queries"
+            ),
         )
-    elif causal and (bias is not None or s_q != s_k):
+    elif local or (causal and (bias is not None or s_q != s_k)):
         sizes = [("s_q", s_q), ("s_k", s_k)]
         mask = (s_q, s_k)
         if bias is not None:  # the mask is added to the bias: their broadcast is built
@@ -242,7 +487,7 @@ def _check_score_size(
             mask = _broadcast(_shape(bias), mask)
         check.result_size(
             where,
-            "the causal mask",
+            "the sliding-window or chunked mask" if local else "the causal mask",
             sizes,
             math.prod(mask),
             q.dtype.itemsize + 1,
@@ -260,6 +505,9 @@ def self_attention(
     causal: bool = False,
     bias: torch.Tensor | None = None,
     return_weights: bool = False,
+    window: int | None = None,
+    chunk: int | None = None,
+    sinks: torch.Tensor | None = None,
 ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
     """Single-head self-attention of ``x`` with projection matrices (no positions added here):
     ``attention(x @ w_q, x @ w_k, x @ w_v)`` (Vaswani et al. 2017, Eq. 1).
@@ -271,8 +519,9 @@ def self_attention(
     Args:
         x: ``(..., s, d)``, floating point.
         w_q, w_k: ``(d, d_h)``; w_v: ``(d, d_v)``; same dtype and device as x.
-        causal, bias, return_weights: as in :func:`attention`; bias broadcasts to the scores
-            ``(..., s, s)`` without enlarging them.
+        causal, bias, return_weights, window, chunk, sinks: as in :func:`attention`; bias
+            broadcasts to the scores ``(..., s, s)`` without enlarging them, and sinks need a
+            head dimension in x (``(..., h, s, d)``).
 
     Returns:
         ``(..., s, d_v)`` (and weights ``(..., s, s)`` if requested).
@@ -301,7 +550,22 @@ def self_attention(
     s = x.shape[-2]
     if bias is not None:
         bias = _check_bias(bias, _shape(x)[:-2] + (s, s), x)
-    return _attention(x @ w_q, x @ w_k, x @ w_v, causal, bias, return_weights, "self_attention")
+    if window is not None or chunk is not None:
+        window, chunk = _check_local(window, chunk, s, s)
+    if sinks is not None:
+        sinks = _check_sinks(sinks, _shape(x)[:-2] + (s, s), x)
+    return _attention(
+        x @ w_q,
+        x @ w_k,
+        x @ w_v,
+        causal,
+        bias,
+        return_weights,
+        "self_attention",
+        window,
+        chunk,
+        sinks,
+    )
 
 
 class MultiHeadSelfAttention(nn.Module):
@@ -311,7 +575,8 @@ class MultiHeadSelfAttention(nn.Module):
     :func:`attention` (Vaswani et al. 2017, Sec. 3.2.2), then the output projection. Checked
     in ``tests/core/test_attention.py``: causal weights vanish above the diagonal, the weights
     path equals the fused one, and without positions permuting the tokens permutes the
-    outputs (chapter 1).
+    outputs (chapter 1); its window, chunk and sinks in ``tests/core/test_attention_layers.py``
+    against :func:`attention`.
 
     Args:
         d_model: model width, a positive integer at most 2**20 (``MAX_WIDTH``); the
@@ -324,6 +589,10 @@ class MultiHeadSelfAttention(nn.Module):
         alibi: True or False; add ALiBi biases (causal or bidirectional to match ``causal`` in
             forward).
         bias: True or False; use biases in the linear projections.
+        sinks: True or False; learn one sink logit per head (GPT-OSS), the parameter
+            ``sinks`` of shape ``(n_heads,)`` initialised to zeros, passed to
+            :func:`attention` (which then takes its explicit path); False sets ``sinks`` to
+            None.
     """
 
     def __init__(
@@ -334,6 +603,7 @@ class MultiHeadSelfAttention(nn.Module):
         rope: RotaryEmbedding | None = None,
         alibi: bool = False,
         bias: bool = True,
+        sinks: bool = False,
     ) -> None:
         super().__init__()
         where = "MultiHeadSelfAttention"
@@ -365,6 +635,7 @@ class MultiHeadSelfAttention(nn.Module):
         bias = check.boolean("bias", bias)
         self.qkv = nn.Linear(d_model, 3 * d_model, bias=bias)
         self.out = nn.Linear(d_model, d_model, bias=bias)
+        self.sinks = nn.Parameter(torch.zeros(n_heads)) if check.boolean("sinks", sinks) else None
 
     def forward(
         self,
@@ -374,6 +645,8 @@ class MultiHeadSelfAttention(nn.Module):
         bias: torch.Tensor | None = None,
         positions: torch.Tensor | int | None = None,
         return_weights: bool = False,
+        window: int | None = None,
+        chunk: int | None = None,
     ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
         """Attend over ``x``.
 
@@ -387,6 +660,8 @@ class MultiHeadSelfAttention(nn.Module):
             return_weights: True or False; also return weights ``(b, h, s, s)``. Those
                 (scores and weights in x's dtype) and the ALiBi bias (n_heads x s x s in
                 float64) may take at most ``MAX_RESULT_BYTES`` (4 GiB).
+            window, chunk: None, or a positive integer (not both): a sliding-window or
+                chunked mask, as in :func:`attention` (bidirectional unless ``causal``).
 
         Returns:
             ``(b, s, d)`` (and the weights if requested).
@@ -410,6 +685,8 @@ class MultiHeadSelfAttention(nn.Module):
         b, s, _ = x.shape
         if bias is not None:
             bias = _check_bias(bias, (b, self.n_heads, s, s), x)
+        if window is not None or chunk is not None:
+            window, chunk = _check_local(window, chunk, s, s)
         where = "MultiHeadSelfAttention.forward"
         if self.alibi and s > 0:
             ab_shape = (self.n_heads, s, s)
@@ -427,7 +704,9 @@ class MultiHeadSelfAttention(nn.Module):
         if self.alibi and s > 0:  # nothing to bias when s = 0
             ab = _alibi_bias(self.n_heads, s, s, causal, x.dtype, x.device)  # (h, s, s)
             bias = ab if bias is None else bias + ab
-        result = _attention(q, k, val, causal, bias, return_weights, where)
+        result = _attention(
+            q, k, val, causal, bias, return_weights, where, window, chunk, self.sinks
+        )
         ctx, weights = result if return_weights else (result, None)
         y = self.out(ctx.transpose(1, 2).reshape(b, s, self.d_model))  # (b, s, d)
         return (y, weights) if return_weights else y

@@ -6,8 +6,10 @@ computes (each layer's rotation, through the modeling module's ``apply_rotary_po
 score scale, through each attention's ``scaling``; the attention itself, through a registered
 attention function). The correct function must give the shipped logits (relative 1e-4), the
 broken one must differ (relative > 1e-3). Gemma 4, whose layers share keys, is checked on its
-rotary embedding and ``apply_rotary_pos_emb`` instead. The weights are drawn with a larger
-spread than the models' default so that attention depends on the positions.
+rotary embedding and ``apply_rotary_pos_emb`` instead. The models are tests/tiny_hf.py's,
+with weights of a larger spread (INIT) so that attention depends on the positions; GPT-OSS
+(its own YaRN parameters, where truncation shows) and a Llama with YaRN in
+``rope_parameters`` are built here.
 """
 
 import contextlib
@@ -15,6 +17,7 @@ import re
 import types
 
 import pytest
+import tiny_hf
 import torch
 
 from posenc_core.book.instruments.layer_bugs import KINDS, LAYER_BUGS
@@ -28,77 +31,6 @@ def _seeded(cls, config):
     torch.manual_seed(0)
     config.initializer_range = INIT
     return cls(config).eval()
-
-
-def tiny_smollm3():
-    from transformers import SmolLM3Config, SmolLM3ForCausalLM
-
-    config = SmolLM3Config(
-        vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=4,
-        num_attention_heads=4, num_key_value_heads=2, no_rope_layer_interval=4,
-        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
-        pad_token_id=0, bos_token_id=1, eos_token_id=2,
-    )  # fmt: skip
-    return _seeded(SmolLM3ForCausalLM, config)
-
-
-def tiny_gemma3():
-    from transformers import Gemma3ForCausalLM, Gemma3TextConfig
-
-    config = Gemma3TextConfig(
-        vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=4,
-        num_attention_heads=4, num_key_value_heads=2, head_dim=16, sliding_window=8,
-        layer_types=["sliding_attention", "full_attention"] * 2, query_pre_attn_scalar=16,
-        rope_parameters={
-            "full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1e6},
-            "sliding_attention": {"rope_type": "default", "rope_theta": 1e4},
-        },
-    )  # fmt: skip
-    return _seeded(Gemma3ForCausalLM, config)
-
-
-def tiny_olmo3():
-    from transformers import Olmo3Config, Olmo3ForCausalLM
-
-    config = Olmo3Config(
-        vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=4,
-        num_attention_heads=4, num_key_value_heads=2, sliding_window=8,
-        layer_types=["sliding_attention", "full_attention"] * 2, max_position_embeddings=128,
-        rope_parameters={
-            "full_attention": {"rope_type": "yarn", "factor": 8.0, "rope_theta": 5e5,
-                               "original_max_position_embeddings": 16},
-            "sliding_attention": {"rope_type": "default", "rope_theta": 5e5},
-        },
-        pad_token_id=0,
-    )  # fmt: skip
-    return _seeded(Olmo3ForCausalLM, config)
-
-
-def tiny_modernbert():
-    from transformers import ModernBertConfig, ModernBertModel
-
-    config = ModernBertConfig(
-        vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=3,
-        num_attention_heads=4, global_attn_every_n_layers=3, local_attention=16,
-        global_rope_theta=160000.0, local_rope_theta=10000.0, pad_token_id=0,
-    )  # fmt: skip
-    return _seeded(ModernBertModel, config)
-
-
-def tiny_qwen3_next():
-    from transformers import Qwen3NextConfig, Qwen3NextForCausalLM
-
-    config = Qwen3NextConfig(
-        vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2, head_dim=32,
-        layer_types=["linear_attention", "full_attention"],
-        linear_num_value_heads=2, linear_num_key_heads=2, linear_key_head_dim=16,
-        linear_value_head_dim=16, num_experts=4, num_experts_per_tok=2,
-        moe_intermediate_size=32, shared_expert_intermediate_size=32,
-        rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
-                         "partial_rotary_factor": 0.25},
-    )  # fmt: skip
-    return _seeded(Qwen3NextForCausalLM, config)
 
 
 def tiny_gpt_oss():
@@ -132,22 +64,6 @@ def tiny_llama():
     return _seeded(LlamaForCausalLM, config)
 
 
-def tiny_deepseek_v3():
-    from transformers import DeepseekV3Config, DeepseekV3ForCausalLM
-
-    config = DeepseekV3Config(
-        vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=4, q_lora_rank=32, kv_lora_rank=32,
-        qk_rope_head_dim=8, qk_nope_head_dim=16, v_head_dim=16, first_k_dense_replace=2,
-        n_routed_experts=4, num_experts_per_tok=2, moe_intermediate_size=32,
-        max_position_embeddings=2560, rope_interleave=True,
-        rope_parameters={"rope_type": "yarn", "factor": 40.0, "rope_theta": 10000.0,
-                         "original_max_position_embeddings": 64, "beta_fast": 32.0,
-                         "beta_slow": 1.0, "mscale": 1.0, "mscale_all_dim": 1.0},
-    )  # fmt: skip
-    return _seeded(DeepseekV3ForCausalLM, config)
-
-
 def tiny_gemma4_config():
     from transformers import Gemma4TextConfig
 
@@ -164,16 +80,21 @@ def tiny_gemma4_config():
     )  # fmt: skip
 
 
+def _shared(name):
+    """tests/tiny_hf.py's builder, with weights of spread INIT."""
+
+    def build():
+        return getattr(tiny_hf, f"tiny_{name}")(initializer_range=INIT)
+
+    return build
+
+
 BUILDERS = {
-    "smollm3": tiny_smollm3,
-    "gemma3": tiny_gemma3,
-    "olmo3": tiny_olmo3,
-    "modernbert": tiny_modernbert,
-    "qwen3_next": tiny_qwen3_next,
-    "gpt_oss": tiny_gpt_oss,
+    **{name: _shared(name) for name in
+       ("smollm3", "gemma3", "olmo3", "modernbert", "qwen3_next", "deepseek_v3")},
+    "gpt_oss": tiny_gpt_oss,  # GPT-OSS's own YaRN (factor 32, L0 4096), where truncation shows
     "llama": tiny_llama,
-    "deepseek_v3": tiny_deepseek_v3,
-}
+}  # fmt: skip
 
 _MODELS: dict[str, torch.nn.Module] = {}
 
@@ -258,7 +179,8 @@ def patched_scale(model, factor):
 
 @contextlib.contextmanager
 def patched_attention(model, attends):
-    from transformers import AttentionInterface
+    from transformers import AttentionInterface, AttentionMaskInterface
+    from transformers.masking_utils import eager_mask
 
     def fn(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
         groups = query.shape[1] // key.shape[1]
@@ -273,6 +195,7 @@ def patched_attention(model, attends):
         return out.transpose(1, 2).contiguous(), None
 
     AttentionInterface.register("posenc_layer_bug", fn)
+    AttentionMaskInterface.register("posenc_layer_bug", eager_mask)  # additive, never skipped
     previous = model.config._attn_implementation
     model.set_attn_implementation("posenc_layer_bug")
     try:
@@ -308,7 +231,7 @@ def gemma4_gap(ropes):
     g = torch.Generator().manual_seed(3)
     worst = 0.0
     for i, layer_type in enumerate(config.layer_types):
-        d = config.global_head_dim if layer_type == "full_attention" else config.head_dim
+        d = 2 * getattr(rotary, f"{layer_type}_inv_freq").numel()  # the layer's head_dim
         x = torch.randn(1, S, 4, d, generator=g)  # (b, s, h, d) as Gemma 4 rotates it
         cos, sin = rotary(x, position_ids, layer_type)
         ref = m.apply_rotary_pos_emb(x, cos, sin, unsqueeze_dim=2)

@@ -107,8 +107,12 @@ def _tiny(model_class, config):
 
 
 def _llama_like(**kw):
-    """Keys every decoder-only tiny model shares: 4 heads of 16 over 2 kv heads, vocab VOCAB."""
+    """Keys every decoder-only tiny model shares: 4 heads of 16 over 2 kv heads, vocab VOCAB;
+    initializer_range 0.2, so attention is far from uniform and a wrong rotation moves the
+    logits (a base 1.5 times too large: by 1e-2 relative and more, where the default 0.02
+    moves some of these models' logits by less than 1e-5)."""
     return {
+        "initializer_range": 0.2,
         "hidden_size": 64,
         "intermediate_size": 64,
         "num_attention_heads": 4,
@@ -271,6 +275,7 @@ def tiny_modernbert(**overrides):
         "eos_token_id": 2,
         "cls_token_id": 1,
         "sep_token_id": 2,
+        "initializer_range": 0.2,
         "global_attn_every_n_layers": 3,
         "local_attention": 16,
         "global_rope_theta": 160000.0,

@@ -52,8 +52,11 @@ dynamic NTK and LongRoPE per call), ``test_rope_config.py`` (configs) and
 from .apply import apply_rope
 from .config import RopeConfig, rope_config_from_hf
 from .formula import LAYOUTS, rope_angles, rope_cos_sin, rope_formula, rotate_pairs
+from .layers import LayerFacts, QueryTemperature, layer_facts
 from .layouts import half_to_interleaved, interleaved_to_half, permute_qk_weight
+from .mla import apply_decoupled_rope
 from .module import RotaryEmbedding
+from .plan import LayerPlan, LayerPlans, layer_plan
 from .scaling import (
     ROPE_TYPES,
     VARIANTS,
@@ -65,14 +68,21 @@ from .scaling import (
 
 __all__ = [
     "LAYOUTS",
+    "LayerFacts",
+    "LayerPlan",
+    "LayerPlans",
+    "QueryTemperature",
     "ROPE_TYPES",
     "VARIANTS",
     "RopeConfig",
     "RopeScaling",
     "RotaryEmbedding",
+    "apply_decoupled_rope",
     "apply_rope",
     "half_to_interleaved",
     "interleaved_to_half",
+    "layer_facts",
+    "layer_plan",
     "parse_scaling",
     "permute_qk_weight",
     "rope_angles",

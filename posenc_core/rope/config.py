@@ -45,11 +45,16 @@ __all__ = ["RopeConfig", "rope_config_from_hf"]
 
 DEFAULT_THETA = 10000.0  # transformers' RotaryEmbeddingConfigMixin.default_theta
 
-# model_type -> layout, for architectures that pair dims (2i, 2i+1) (``rotate_every_two``)
-INTERLEAVED_MODEL_TYPES = ("gptj", "codegen")
+# model_type -> layout, for architectures that pair dims (2i, 2i+1): GPT-J and CodeGen
+# (``rotate_every_two``), Cohere (a ``rotate_half`` over even and odd dims), Llama 4 (complex
+# numbers over consecutive pairs); DeepSeek-V3 when ``rope_interleave`` is true (default)
+INTERLEAVED_MODEL_TYPES = ("gptj", "codegen", "cohere", "cohere2", "llama4_text")
+
+# model_types of multi-head latent attention: RoPE acts on qk_rope_head_dim dims of each head
+MLA_MODEL_TYPES = ("deepseek_v3",)
 
 # model_type -> the partial_rotary_factor its config class assumes when the key is absent
-DEFAULT_PARTIAL_ROTARY_FACTOR = {"gpt_neox": 0.25, "phi": 0.5}
+DEFAULT_PARTIAL_ROTARY_FACTOR = {"gpt_neox": 0.25, "phi": 0.5, "qwen3_next": 0.25}
 
 # model_type -> the rotary_dim its config class assumes when the key is absent (GPTJConfig)
 DEFAULT_ROTARY_DIM = {"gptj": 64, "codegen": 64}
@@ -174,6 +179,11 @@ def rope_config_from_hf(config: Any) -> RopeConfig:
         )
     scaling = _scaling(cfg, params, model_type, max_pos)
     layout = "interleaved" if model_type in INTERLEAVED_MODEL_TYPES else "half"
+    if model_type in MLA_MODEL_TYPES:
+        interleave = check.boolean("rope_interleave", cfg.get("rope_interleave", True))
+        layout = "interleaved" if interleave else "half"
+    if scaling.rope_type == "proportional":  # p-RoPE: zero frequencies over the whole head
+        rotary_dim = head_dim
     return RopeConfig(head_dim, rotary_dim, base, scaling, layout, max_pos)
 
 
@@ -204,8 +214,9 @@ def _rope_parameters(cfg: Mapping[str, Any]) -> dict[str, Any]:
             raise TypeError(f"{name} must be a dict or None, got {type(part).__name__} {part!r}")
         if any(key in part for key in ("full_attention", "sliding_attention")):
             raise ValueError(
-                f"{name} holds one dict per layer type ({sorted(part)}); RotaryEmbedding takes "
-                "one rope setting: pass the dict of one layer type"
+                f"{name} holds one dict per layer type ({sorted(part)}); rope_config_from_hf "
+                "reads one rope setting: use RotaryEmbedding.from_config(config, layer=i) or "
+                "posenc_core.rope.layer_plan(config), which read it per layer"
             )
         for key, value in part.items():
             key = "rope_type" if key == "type" else key
@@ -231,7 +242,12 @@ def _one_value(setting: str, sources: list[tuple[str, Any]], default: Any) -> An
 
 
 def _head_dim(cfg: Mapping[str, Any]) -> int:
-    """``head_dim``, else ``hidden_size // num_attention_heads`` (``n_embd // n_head``)."""
+    """``head_dim``, else ``hidden_size // num_attention_heads`` (``n_embd // n_head``);
+    for multi-head latent attention ``qk_rope_head_dim`` (default 64), the rotated part."""
+    if cfg.get("model_type") in MLA_MODEL_TYPES:
+        return check.width(
+            "qk_rope_head_dim", cfg.get("qk_rope_head_dim") or 64, where="rope_config_from_hf"
+        )
     hidden = _one_value(
         "hidden_size",
         [("hidden_size", cfg.get("hidden_size")), ("n_embd", cfg.get("n_embd"))],
@@ -317,7 +333,10 @@ def _scaling(
             f"rope_parameters['rope_type'] (or rope_scaling['type']) must be one of "
             f"{', '.join(repr(t) for t in ROPE_TYPES)}, got {rope_type!r}"
         )
-    scaling = {k: v for k, v in params.items() if k not in ("rope_theta", "partial_rotary_factor")}
+    dropped = (
+        ("rope_theta",) if rope_type == "proportional" else ("rope_theta", "partial_rotary_factor")
+    )
+    scaling = {k: v for k, v in params.items() if k not in dropped}
     scaling["rope_type"] = rope_type
     if rope_type == "dynamic":  # Hugging Face's dynamic NTK divides by max_position_embeddings
         scaling[L0] = _required(max_pos, "max_position_embeddings", rope_type)

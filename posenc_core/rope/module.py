@@ -21,8 +21,9 @@ from torch import nn
 from .. import _format
 from .. import _validation as check
 from .apply import _apply, _broadcast_shape
-from .config import rope_config_from_hf
+from .config import RopeConfig
 from .formula import _cos_sin, _float64_positions
+from .layers import layer_rope
 from .scaling import RopeScaling, _inv_freq, parse_scaling
 
 # RotaryEmbedding caches rows 0 .. n-1 only while n stays below this; larger positions (a
@@ -112,33 +113,51 @@ class RotaryEmbedding(nn.Module):
         self._cos = self._sin = None
 
     @classmethod
-    def from_config(cls, config: Any, *, layout: str | None = None) -> RotaryEmbedding:
+    def from_config(
+        cls, config: Any, *, layer: int | None = None, layout: str | None = None
+    ) -> RotaryEmbedding | None:
         """The rotary embedding a Hugging Face model applies, from its configuration.
 
-        Reads head_dim, rotary_dim, base, scaling and layout with
-        :func:`~posenc_core.rope.rope_config_from_hf` (its docstring lists the keys of each
-        architecture and the checks); checked against the models' own classes in
-        ``tests/core/test_rope_models.py``.
+        Reads head_dim, rotary_dim, base, scaling and layout per layer with
+        :func:`~posenc_core.rope.layers.layer_facts` (the per-layer rules) and
+        :func:`~posenc_core.rope.rope_config_from_hf` (the keys of each architecture and the
+        checks). Checked against the models' own classes in ``tests/core/test_rope_models.py``
+        and ``tests/core/test_rope_layer_models.py``.
 
         Args:
             config: a ``transformers`` ``PretrainedConfig`` (anything with ``to_dict()``) or the
-                dict of a ``config.json``.
-            layout: None (the architecture's: ``"interleaved"`` for GPT-J and CodeGen, whose
-                ``rotate_every_two`` pairs dims (2i, 2i+1); ``"half"`` for every model using
-                ``rotate_half``) or a layout that overrides it (for weights permuted with
+                dict of a ``config.json``, with ``rope_parameters`` (flat or keyed by layer
+                type) or ``rope_theta`` + ``rope_scaling``.
+            layer: None (the rotation of every layer, for a model whose layers all rotate
+                alike) or the index of a decoder layer, 0 <= layer < num_hidden_layers.
+            layout: None (the architecture's: ``"interleaved"`` for GPT-J, CodeGen, Cohere,
+                Llama 4 and DeepSeek-V3 with ``rope_interleave``; ``"half"`` for every model
+                using ``rotate_half``) or a layout that overrides it (for weights permuted with
                 :func:`~posenc_core.rope.permute_qk_weight`, say).
 
         Returns:
-            a :class:`RotaryEmbedding`.
+            a :class:`RotaryEmbedding`, or None for a layer that does not rotate (a NoPE layer
+            of Llama 4 or SmolLM3, a global layer of Cohere2, a linear-attention layer).
+
+        Raises:
+            ValueError: ``layer`` is None but the layers differ (the message lists them),
+                ``layer`` is out of range, or the config is refused by
+                :func:`~posenc_core.rope.layers.layer_facts`.
         """
-        rc = rope_config_from_hf(config)
         if layout is not None:
             layout = check.layout("layout", layout)
+        rc = layer_rope(config, layer)
+        return None if rc is None else cls.from_rope_config(rc, layout=layout)
+
+    @classmethod
+    def from_rope_config(cls, rc: RopeConfig, *, layout: str | None = None) -> RotaryEmbedding:
+        """The module for a :class:`~posenc_core.rope.RopeConfig` (``layout`` overrides its
+        layout when given)."""
         return cls(
             rc.head_dim,
             base=rc.base,
             scaling=rc.scaling,
-            layout=rc.layout if layout is None else layout,
+            layout=rc.layout if layout is None else check.layout("layout", layout),
             rotary_dim=rc.rotary_dim,
         )
 

@@ -75,6 +75,8 @@ class RopeScaling:
         short_factor, long_factor: LongRoPE (Phi-3): one positive divisor per frequency
             (``rotary_dim // 2`` of them, checked where the rotary width is known), used for
             sequences of length <= L0 and > L0 respectively; kept as tuples of floats.
+        partial_rotary_factor: ``proportional`` (Gemma 4): the share p in (0, 1] of the
+            head's frequency pairs that rotate; the others get frequency 0 (default 1).
     """
 
     rope_type: str = "default"
@@ -90,6 +92,7 @@ class RopeScaling:
     high_freq_factor: float | None = None
     short_factor: tuple[float, ...] | None = None
     long_factor: tuple[float, ...] | None = None
+    partial_rotary_factor: float | None = None
 
     def __post_init__(self) -> None:
         check.choice("scaling['rope_type']", self.rope_type, VARIANTS)
@@ -147,6 +150,13 @@ class RopeScaling:
                     f"got {self.attention_factor}"
                 )
             put("attention_factor", value)
+        if self.partial_rotary_factor is not None:
+            value = check.real_number(
+                "scaling['partial_rotary_factor']", self.partial_rotary_factor
+            )
+            if not 0 < value <= 1:
+                raise ValueError(f"scaling['partial_rotary_factor'] must be in (0, 1], got {value}")
+            put("partial_rotary_factor", value)
         if self.low_freq_factor is not None or self.high_freq_factor is not None:
             low = check.real_number("scaling['low_freq_factor']", self.low_freq_factor)
             high = check.real_number("scaling['high_freq_factor']", self.high_freq_factor)
@@ -370,6 +380,23 @@ def _check_longrope(scaling: RopeScaling) -> None:
         )
 
 
+def proportional_inv_freq(
+    base: float, head_dim: int, scaling: RopeScaling, seq_len: int | None
+) -> torch.Tensor:
+    """p-RoPE: the n = int(p * head_dim // 2) highest frequencies base**(-2i/head_dim),
+    i < n, then head_dim // 2 - n zeros (pairs that do not rotate), all divided by ``factor``
+    (default 1). The exponent keeps the whole head width, so the rotating pairs are exactly
+    those of plain RoPE over the head and the zeros stay paired across it (Barbero et al.
+    2025, "Round and Round We Go! What makes Rotary Positional Encodings useful?", Sec. 6;
+    Gemma 4's global layers). Hugging Face: ``_compute_proportional_rope_parameters``
+    (``tests/core/test_rope_layers.py``)."""
+    p = 1.0 if scaling.partial_rotary_factor is None else scaling.partial_rotary_factor
+    rotating = int(p * head_dim // 2)  # Hugging Face: int(rope_proportion * head_dim // 2)
+    inv_freq = sinusoidal_frequencies(head_dim, base=base)  # (d/2,)
+    inv_freq[rotating:] = 0.0
+    return inv_freq / (1.0 if scaling.factor is None else scaling.factor)
+
+
 # --------------------------------------------------------------------------- the table
 
 
@@ -407,8 +434,25 @@ VARIANTS: dict[str, Variant] = {
         depends_on_seq_len=True,
         validate=_check_longrope,
     ),
+    "proportional": Variant(proportional_inv_freq, (), ("factor", "partial_rotary_factor")),
 }
 ROPE_TYPES = tuple(VARIANTS)
+
+# Keys a scaling dict may hold besides its type's own: the type and base, the rotated share
+# (read from the whole config by rope_config_from_hf), and keys that Hugging Face's config
+# classes keep there for other code (``ignore_keys_at_rope_validation``: Qwen2-VL's M-RoPE
+# sections, Ministral 3's query temperature). A key outside KNOWN_KEYS is refused by
+# parse_scaling.
+GENERAL_KEYS = ("rope_type", "type", "rope_theta", "partial_rotary_factor")
+OTHER_KEYS = (
+    "mrope_section",
+    "mrope_interleaved",
+    "llama_4_scaling_beta",
+    "max_position_embeddings",
+)
+KNOWN_KEYS = frozenset(
+    GENERAL_KEYS + OTHER_KEYS + tuple(k for v in VARIANTS.values() for k in v.required + v.optional)
+)
 
 
 # --------------------------------------------------------------------------- entry points
@@ -420,7 +464,10 @@ def parse_scaling(
     """Parse a Hugging Face scaling dict once into a checked :class:`RopeScaling`.
 
     Accepts Hugging Face's key names: ``rope_type`` or the legacy ``type`` and the keys
-    ``VARIANTS`` lists for that type; other keys are ignored, as the type does not use them.
+    ``VARIANTS`` lists for that type, besides ``rope_theta``, ``partial_rotary_factor`` and
+    the keys of ``OTHER_KEYS`` that other code reads. Keys that only other types read are
+    ignored (Hugging Face warns); a key no type reads is refused, where Hugging Face warns and
+    uses the default, so that a typo such as ``beta_fst`` cannot leave YaRN at its default.
     ``"su"``, Phi-3's old name for ``"longrope"``, is refused with a message giving the new
     name (Hugging Face renames it only inside ``Phi3Config``; ``rope_config_from_hf`` does the
     same for ``model_type`` ``"phi3"``). A ``rope_theta`` entry must agree with ``base``, and a
@@ -459,14 +506,24 @@ def parse_scaling(
             raise ValueError(
                 f"scaling['rope_theta']={theta:g} disagrees with base={base:g}; pass base={theta:g}"
             )
+    variant = VARIANTS[rope_type]
+    unknown = sorted(str(key) for key in scaling if key not in KNOWN_KEYS)
+    if unknown:
+        reads = ", ".join(variant.required + variant.optional) or "no parameters"
+        raise ValueError(
+            f"scaling has key(s) {', '.join(map(repr, unknown))} that no rope type reads; "
+            f"rope_type {rope_type!r} reads {reads} (besides {', '.join(GENERAL_KEYS)}): fix "
+            "the name or drop the key"
+        )
     prf = scaling.get("partial_rotary_factor")
+    if rope_type == "proportional":
+        prf = None  # the rotating share is this type's own parameter
     if prf is not None and check.real_number("scaling['partial_rotary_factor']", prf) != 1.0:
         raise ValueError(
             f"scaling['partial_rotary_factor'] must be 1.0 here, got {prf}: the rotated width is "
             "not a scaling parameter; pass rotary_dim=int(head_dim * partial_rotary_factor) to "
             "RotaryEmbedding, or build it from the whole config with RotaryEmbedding.from_config"
         )
-    variant = VARIANTS[rope_type]
     for key in variant.required:
         if scaling.get(key) is None:
             raise ValueError(

@@ -257,11 +257,6 @@ BASE = {"model_type": "llama", "hidden_size": 256, "num_attention_heads": 4}
             r"original_max_position_embeddings twice.*4096.*2048",
         ),
         (
-            {**BASE, "rope_parameters": {"full_attention": {}, "sliding_attention": {}}},
-            ValueError,
-            r"one dict per layer type",
-        ),
-        (
             {"model_type": "gptj", "n_embd": 256, "n_head": 2, "rotary_dim": 7},
             ValueError,
             r"even.*7",

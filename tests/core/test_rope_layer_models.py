@@ -49,6 +49,7 @@ from transformers.models.qwen3_next import modeling_qwen3_next
 from transformers.models.smollm3 import modeling_smollm3
 
 import posenc_core as pc
+from posenc_core.attention import chunked_mask, sliding_window_mask
 from posenc_core.rope import layer_plan
 
 S = 44  # crosses the windows (8), chunks (16) and L0 (16) of every tiny model
@@ -235,20 +236,17 @@ def hf_masks(model, s=S):
 
 
 def plan_mask(p, s=S):
-    """Key j visible from query i by the plan's attention kind, window and causality:
-    causal sliding i - w < j <= i, chunked i // w == j // w and j <= i; not causal: the
-    same with |i - j| for i - j and no j <= i."""
+    """Key j visible from query i as posenc_core's attention masks it for the plan's kind,
+    window and causality (``sliding_window_mask`` / ``chunked_mask``): the plan's window is
+    what ``pc.attention(window=..., causal=...)`` takes."""
+    if p.attention == "sliding":
+        return sliding_window_mask(s, window=p.window, causal=p.causal)
+    if p.attention == "chunked":
+        return chunked_mask(s, chunk=p.window, causal=p.causal)
+    assert p.attention == "full" and p.window is None, p
     i = torch.arange(s)[:, None]
     j = torch.arange(s)[None, :]
-    distance = i - j if p.causal else (i - j).abs()
-    visible = distance >= 0
-    if p.attention == "sliding":
-        visible &= distance < p.window
-    elif p.attention == "chunked":
-        visible &= i // p.window == j // p.window
-    else:
-        assert p.attention == "full" and p.window is None, p
-    return visible
+    return j <= i if p.causal else torch.ones(s, s, dtype=torch.bool)
 
 
 def check_plan(model, plan, rotating, config=None):

@@ -1,0 +1,152 @@
+"""The positional plan of a Hugging Face model, layer by layer: :func:`layer_plan`.
+
+``layer_plan(config)`` reads the config with :func:`~posenc_core.rope.layers.layer_facts`
+and gives one :class:`LayerPlan` per decoder layer, with the layer's
+:class:`~posenc_core.rope.RotaryEmbedding` ready to call (or None), its attention kind and
+window, its query temperature and whether it has sink logits. Printed, the plan is a table::
+
+    >>> print(layer_plan(gemma3_config))  # doctest: +SKIP
+    layer  attention  window  base     rotated  scaling      temperature  sinks
+    0      sliding    512     10000    256/256  -            -            -
+    ...
+    5      full       -       1e+06    256/256  linear x8    -            -
+
+Checked against Hugging Face's model classes (``tests/core/test_rope_layer_models.py``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .layers import LayerFacts, QueryTemperature, layer_facts
+from .module import RotaryEmbedding
+
+__all__ = ["LayerPlan", "LayerPlans", "layer_plan"]
+
+
+@dataclass(frozen=True)
+class LayerPlan:
+    """One layer's positional plan: :class:`~posenc_core.rope.layers.LayerFacts` with the
+    rotation built.
+
+    Args:
+        layer: the layer's index.
+        layer_type: the config's name (``"sliding_attention"``, ...).
+        attention: ``"full"``, ``"sliding"``, ``"chunked"`` or ``"linear"``.
+        window: the sliding window or chunk size of Hugging Face's mask, or None.
+        rope: the layer's :class:`~posenc_core.rope.RotaryEmbedding`, or None (no rotation);
+            the module ``RotaryEmbedding.from_config(config, layer=layer)`` returns.
+        temperature: None, or the :class:`~posenc_core.rope.layers.QueryTemperature` that maps
+            a LongTensor of positions to per-position query scales.
+        sinks: whether the layer has learned per-head sink logits.
+        causal: False for an encoder.
+        softmax_scale: the factor positional scaling puts on 1/sqrt(d) (DeepSeek's mscale**2).
+    """
+
+    layer: int
+    layer_type: str
+    attention: str
+    window: int | None
+    rope: RotaryEmbedding | None
+    temperature: QueryTemperature | None
+    sinks: bool
+    causal: bool
+    softmax_scale: float
+
+    @classmethod
+    def from_facts(cls, facts: LayerFacts) -> LayerPlan:
+        """The plan of a layer from its facts (the RopeConfig built into a module)."""
+        rope = None if facts.rope is None else RotaryEmbedding.from_rope_config(facts.rope)
+        return cls(
+            facts.layer,
+            facts.layer_type,
+            facts.attention,
+            facts.window,
+            rope,
+            facts.temperature,
+            facts.sinks,
+            facts.causal,
+            facts.softmax_scale,
+        )
+
+    def row(self) -> tuple[str, ...]:
+        """The layer's cells in :class:`LayerPlans`' table."""
+        rope = self.rope
+        if rope is None:
+            base = rotated = scaling = "-"
+        else:
+            base = f"{rope.base:g}"
+            rotated = f"{_rotating_dims(rope)}/{rope.head_dim}"
+            scaling = _scaling_cell(rope)
+        cells = [
+            str(self.layer),
+            self.attention + ("" if self.causal else " (bidir)"),
+            "-" if self.window is None else str(self.window),
+            base,
+            rotated,
+            scaling,
+            "-" if self.temperature is None else self.temperature.rule,
+            "yes" if self.sinks else "-",
+        ]
+        return tuple(cells)
+
+
+def _rotating_dims(rope: RotaryEmbedding) -> int:
+    """The dims that rotate: rotary_dim, less the pairs of zero frequency (p-RoPE)."""
+    s = rope.scaling
+    if s.rope_type == "proportional" and s.partial_rotary_factor is not None:
+        return 2 * int(s.partial_rotary_factor * rope.rotary_dim // 2)
+    return rope.rotary_dim
+
+
+def _scaling_cell(rope: RotaryEmbedding) -> str:
+    s = rope.scaling
+    if s.rope_type == "default":
+        return "-"
+    cell = s.rope_type + ("" if s.factor is None else f" x{s.factor:g}")
+    if s.rope_type == "proportional" and s.partial_rotary_factor is not None:
+        cell += f" p={s.partial_rotary_factor:g}"
+    if s.rope_type == "yarn" and not s.truncate:
+        cell += " no-truncate"
+    return cell
+
+
+class LayerPlans(tuple):
+    """The plans of all layers (a tuple of :class:`LayerPlan`), printed as a table."""
+
+    HEADER = ("layer", "attention", "window", "base", "rotated", "scaling", "temperature", "sinks")
+
+    def __repr__(self) -> str:
+        rows = [self.HEADER, *(plan.row() for plan in self)]
+        widths = [max(len(row[c]) for row in rows) for c in range(len(self.HEADER))]
+        lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+        return "\n".join(lines)
+
+    __str__ = __repr__
+
+
+def layer_plan(config: Any) -> LayerPlans:
+    """One :class:`LayerPlan` per decoder layer of a Hugging Face model, from its config.
+
+    Reads ``layer_types`` (or the architecture's default pattern), the rope settings per
+    layer type in either spelling (``rope_parameters`` flat or keyed by layer type, or
+    ``rope_theta`` + ``rope_scaling`` and the older per-type keys), which layers rotate
+    (``no_rope_layers``, Cohere2's sliding layers, Qwen3-Next's full layers), windows and
+    chunks, temperatures and sinks: the rules of :data:`~posenc_core.rope.layers.RULES`.
+    Checked on Llama 4, SmolLM3, Cohere2, Qwen3-Next, Gemma 3, Gemma 4, ModernBERT, OLMo 3,
+    GPT-OSS, DeepSeek-V3, Phi-4-mini and Ministral 3 with their Hugging Face classes
+    (``tests/core/test_rope_layer_models.py``) and on config.json dicts
+    (``tests/core/test_rope_layers.py``).
+
+    Args:
+        config: a ``PretrainedConfig`` (anything with ``to_dict()``) or a config.json dict;
+            a multimodal config is read through its ``text_config``.
+
+    Returns:
+        :class:`LayerPlans`, one :class:`LayerPlan` per layer; ``print`` shows the table.
+
+    Raises:
+        TypeError, ValueError: as :func:`~posenc_core.rope.layers.layer_facts`.
+    """
+    return LayerPlans(LayerPlan.from_facts(facts) for facts in layer_facts(config))

@@ -4,17 +4,17 @@ The open models of 2025-26 place positions per layer: rotation in some layers an
 others (Llama 4, SmolLM3, Cohere2, Qwen3-Next), a base per layer type (Gemma 3, ModernBERT),
 scaling on some layers only (OLMo 3, Gemma 3), a rope type per layer type (Gemma 4's
 ``proportional`` global layers, with a wider head), a query temperature (Llama 4's NoPE layers,
-Ministral 3), sink logits (GPT-OSS). :func:`layer_facts` reads all of it into one
-:class:`LayerFacts` per layer; :func:`~posenc_core.rope.layer_plan` adds the modules, and
+Ministral 3), sink logits (GPT-OSS). :func:`~posenc_core.rope.layer_facts` reads all of it into one
+:class:`~posenc_core.rope.LayerFacts` per layer; :func:`~posenc_core.rope.layer_plan` adds the modules, and
 :meth:`~posenc_core.rope.RotaryEmbedding.from_config` takes one layer's rotation.
 
 Where each rule lives: the layer types (``layer_types``, or the architecture's default
 pattern when a config.json gives none), the rope settings per layer type (``rope_parameters``
 keyed by layer type, or the older keys) and the rest are read by the functions below; what
-differs between architectures is one :class:`ModelRule` per ``model_type`` in ``RULES``. A
+differs between architectures is one :class:`~posenc_core.rope.layers.ModelRule` per ``model_type`` in ``RULES``. A
 new architecture with per-layer positions is one entry there (and a test in
 ``tests/core/test_rope_layer_models.py`` running its Hugging Face class). Duck typed, as
-:mod:`~posenc_core.rope.config`: transformers is never imported.
+``posenc_core.rope.config``: transformers is never imported.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ ATTENTION_KINDS = {
     "chunked_attention": "chunked",
     "linear_attention": "linear",
 }
-"""Hugging Face's layer type -> the attention kind of :class:`LayerFacts`."""
+"""Hugging Face's layer type -> the attention kind of :class:`~posenc_core.rope.LayerFacts`."""
 
 
 @dataclass(frozen=True)
@@ -84,9 +84,7 @@ class QueryTemperature:
             raise TypeError(f"positions must be an integer tensor, got dtype {positions.dtype}")
         if positions.numel() and int(positions.min()) < 0:
             raise ValueError(f"positions must be >= 0, got {int(positions.min())}")
-        steps = torch.div(
-            positions.to(torch.int64) + self.offset, self.step, rounding_mode="floor"
-        )
+        steps = torch.div(positions.to(torch.int64) + self.offset, self.step, rounding_mode="floor")
         return (1.0 + self.scale * torch.log1p(steps.to(torch.float64))).to(dtype)
 
     def __str__(self) -> str:
@@ -111,7 +109,7 @@ class LayerFacts:
             sliding_window // 2 + 1); chunked, iff i // w == j // w and j <= i
             (``attention_chunk_size``); None otherwise.
         rope: the layer's :class:`~posenc_core.rope.RopeConfig`, or None if it does not rotate.
-        temperature: the :class:`QueryTemperature` on its queries, or None.
+        temperature: the :class:`~posenc_core.rope.QueryTemperature` on its queries, or None.
         sinks: whether the layer has learned per-head sink logits (GPT-OSS).
         causal: False for an encoder (ModernBERT).
         softmax_scale: the factor positional scaling puts on the softmax scale 1/sqrt(d)
@@ -310,7 +308,7 @@ RULES: dict[str, ModelRule] = {
     ),
     "ministral3": ModelRule(temperature=_ministral3_temperature),
 }
-"""``model_type`` -> its :class:`ModelRule`; any other model type: every layer alike."""
+"""``model_type`` -> its :class:`~posenc_core.rope.layers.ModelRule`; any other model type: every layer alike."""
 
 # Gemma 4's default for its global layers, when a config.json gives none (Gemma4TextConfig)
 GEMMA4_DEFAULT_ROPE = {
@@ -494,14 +492,14 @@ def _softmax_scale(cfg: Mapping[str, Any], rope: RopeConfig | None, model_type: 
 
 
 def layer_facts(config: Any, *, _count: int | None = None) -> tuple[LayerFacts, ...]:
-    """One :class:`LayerFacts` per decoder layer of a Hugging Face config.
+    """One :class:`~posenc_core.rope.LayerFacts` per decoder layer of a Hugging Face config.
 
     Args:
         config: a ``PretrainedConfig`` (anything with ``to_dict()``) or a config.json dict;
             a multimodal config is read through its ``text_config``.
 
     Returns:
-        a tuple of ``num_hidden_layers`` :class:`LayerFacts`.
+        a tuple of ``num_hidden_layers`` :class:`~posenc_core.rope.LayerFacts`.
 
     Raises:
         TypeError, ValueError: layer types that disagree with the layer count, an unknown

@@ -119,7 +119,7 @@ class RotaryEmbedding(nn.Module):
         """The rotary embedding a Hugging Face model applies, from its configuration.
 
         Reads head_dim, rotary_dim, base, scaling and layout per layer with
-        :func:`~posenc_core.rope.layers.layer_facts` (the per-layer rules) and
+        :func:`~posenc_core.rope.layer_facts` (the per-layer rules) and
         :func:`~posenc_core.rope.rope_config_from_hf` (the keys of each architecture and the
         checks). Checked against the models' own classes in ``tests/core/test_rope_models.py``
         and ``tests/core/test_rope_layer_models.py``.
@@ -142,7 +142,7 @@ class RotaryEmbedding(nn.Module):
         Raises:
             ValueError: ``layer`` is None but the layers differ (the message lists them),
                 ``layer`` is out of range, or the config is refused by
-                :func:`~posenc_core.rope.layers.layer_facts`.
+                :func:`~posenc_core.rope.layer_facts`.
         """
         if layout is not None:
             layout = check.layout("layout", layout)

@@ -1,15 +1,10 @@
 """The positional plan of a Hugging Face model, layer by layer: :func:`layer_plan`.
 
-``layer_plan(config)`` reads the config with :func:`~posenc_core.rope.layers.layer_facts`
+``layer_plan(config)`` reads the config with :func:`~posenc_core.rope.layer_facts`
 and gives one :class:`LayerPlan` per decoder layer, with the layer's
 :class:`~posenc_core.rope.RotaryEmbedding` ready to call (or None), its attention kind and
-window, its query temperature and whether it has sink logits. Printed, the plan is a table::
-
-    >>> print(layer_plan(gemma3_config))  # doctest: +SKIP
-    layer  attention  window  base     rotated  scaling      temperature  sinks
-    0      sliding    512     10000    256/256  -            -            -
-    ...
-    5      full       -       1e+06    256/256  linear x8    -            -
+window, its query temperature and whether it has sink logits. Printed, the plan is a table
+(an example in :func:`layer_plan`'s docstring).
 
 Checked against Hugging Face's model classes (``tests/core/test_rope_layer_models.py``).
 """
@@ -27,7 +22,7 @@ __all__ = ["LayerPlan", "LayerPlans", "layer_plan"]
 
 @dataclass(frozen=True)
 class LayerPlan:
-    """One layer's positional plan: :class:`~posenc_core.rope.layers.LayerFacts` with the
+    """One layer's positional plan: :class:`~posenc_core.rope.LayerFacts` with the
     rotation built.
 
     Args:
@@ -37,7 +32,7 @@ class LayerPlan:
         window: the sliding window or chunk size of Hugging Face's mask, or None.
         rope: the layer's :class:`~posenc_core.rope.RotaryEmbedding`, or None (no rotation);
             the module ``RotaryEmbedding.from_config(config, layer=layer)`` returns.
-        temperature: None, or the :class:`~posenc_core.rope.layers.QueryTemperature` that maps
+        temperature: None, or the :class:`~posenc_core.rope.QueryTemperature` that maps
             a LongTensor of positions to per-position query scales.
         sinks: whether the layer has learned per-head sink logits.
         causal: False for an encoder.
@@ -117,6 +112,11 @@ class LayerPlans(tuple):
 
     HEADER = ("layer", "attention", "window", "base", "rotated", "scaling", "temperature", "sinks")
 
+    def __getitem__(self, index: Any) -> Any:
+        """A layer's :class:`LayerPlan`, or for a slice the :class:`LayerPlans` of those layers."""
+        item = super().__getitem__(index)
+        return LayerPlans(item) if isinstance(index, slice) else item
+
     def __repr__(self) -> str:
         rows = [self.HEADER, *(plan.row() for plan in self)]
         widths = [max(len(row[c]) for row in rows) for c in range(len(self.HEADER))]
@@ -147,6 +147,21 @@ def layer_plan(config: Any) -> LayerPlans:
         :class:`LayerPlans`, one :class:`LayerPlan` per layer; ``print`` shows the table.
 
     Raises:
-        TypeError, ValueError: as :func:`~posenc_core.rope.layers.layer_facts`.
+        TypeError, ValueError: as :func:`~posenc_core.rope.layer_facts`.
+
+    Example: the first five of the 48 layers of Llama 4 Scout, from the keys of its
+    ``text_config`` (``tests/core/test_rope_layers.py`` holds the dict and checks this
+    table)::
+
+        >>> print(layer_plan(llama4_scout_text_config)[:5])
+        layer  attention  window  base    rotated  scaling     temperature  sinks
+        0      chunked    8192    500000  128/128  llama3 x16  -            -
+        1      chunked    8192    500000  128/128  llama3 x16  -            -
+        2      chunked    8192    500000  128/128  llama3 x16  -            -
+        3      full       -       -       -        -           llama4       -
+        4      chunked    8192    500000  128/128  llama3 x16  -            -
+
+    Every fourth layer is NoPE with full attention and a query temperature; the others
+    rotate (interleaved pairs) within 8192-token chunks.
     """
     return LayerPlans(LayerPlan.from_facts(facts) for facts in layer_facts(config))

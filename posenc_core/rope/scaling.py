@@ -71,7 +71,8 @@ class RopeScaling:
             derives it (see :attr:`attention_scaling`).
         mscale, mscale_all_dim: YaRN (DeepSeek): derive the attention factor as
             mscale(s, mscale) / mscale(s, mscale_all_dim); 0 or None: not used.
-        low_freq_factor, high_freq_factor: Llama 3.1's wavelength bounds L0 / factor.
+        low_freq_factor, high_freq_factor: Llama 3.1's wavelength bounds L0 / factor,
+            high >= low > 0 (equal: no band between, as Llama 4 Scout's 1 and 1).
         short_factor, long_factor: LongRoPE (Phi-3): one positive divisor per frequency
             (``rotary_dim // 2`` of them, checked where the rotary width is known), used for
             sequences of length <= L0 and > L0 respectively; kept as tuples of floats.
@@ -160,9 +161,9 @@ class RopeScaling:
         if self.low_freq_factor is not None or self.high_freq_factor is not None:
             low = check.real_number("scaling['low_freq_factor']", self.low_freq_factor)
             high = check.real_number("scaling['high_freq_factor']", self.high_freq_factor)
-            if not high > low > 0:
+            if not high >= low > 0:  # equal: a hard cut at L0 / low (Llama 4 Scout: 1 and 1)
                 raise ValueError(
-                    "scaling needs high_freq_factor > low_freq_factor > 0, "
+                    "scaling needs high_freq_factor >= low_freq_factor > 0, "
                     f"got low={low}, high={high}"
                 )
             put("low_freq_factor", low)
@@ -323,6 +324,8 @@ def llama3_inv_freq(
     low_wavelen = l0 / low_freq_factor
     high_wavelen = l0 / high_freq_factor
     wavelen = 2 * math.pi / inv_freq
+    if high_freq_factor == low_freq_factor:  # no band to blend in (0 / 0 in the formula below)
+        return torch.where(wavelen > low_wavelen, inv_freq / factor, inv_freq)
     smooth = (l0 / wavelen - low_freq_factor) / (high_freq_factor - low_freq_factor)
     smoothed = (1 - smooth) * inv_freq / factor + smooth * inv_freq
     return torch.where(

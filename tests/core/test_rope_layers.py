@@ -452,3 +452,70 @@ def test_layer_facts_refuse_bad_configs():
                 "no_rope_layers": [1, 0],
             }
         )
+
+
+# --------------------------------------------------------------------------- Llama 4 Scout
+
+LLAMA4_SCOUT = {  # the keys of Llama 4 Scout's text_config that place positions
+    "model_type": "llama4_text",
+    "num_hidden_layers": 48,
+    "hidden_size": 5120,
+    "num_attention_heads": 40,
+    "head_dim": 128,
+    "attention_chunk_size": 8192,
+    "no_rope_layers": [],
+    "attn_temperature_tuning": 4,
+    "floor_scale": 8192,
+    "attn_scale": 0.1,
+    "max_position_embeddings": 10485760,
+    "rope_theta": 500000.0,
+    "rope_scaling": {
+        "rope_type": "llama3",
+        "factor": 16.0,
+        "low_freq_factor": 1.0,
+        "high_freq_factor": 1.0,
+        "original_max_position_embeddings": 8192,
+    },
+}
+
+
+def test_llama4_scout_bands_match_hf():
+    """Scout's llama3 scaling has low_freq_factor == high_freq_factor == 1: no band between the
+    kept and the divided wavelengths. ``_compute_llama3_parameters`` on the transformers config
+    built from the same keys gives the same frequencies (the check refused it before: it
+    required high > low)."""
+    from transformers.modeling_rope_utils import _compute_llama3_parameters
+
+    plan = layer_plan(LLAMA4_SCOUT)
+    rope = plan[0].rope
+    config = Llama4TextConfig(
+        **{
+            k: v
+            for k, v in LLAMA4_SCOUT.items()
+            if k not in ("model_type", "rope_scaling", "attn_temperature_tuning")
+        },
+        rope_parameters={**LLAMA4_SCOUT["rope_scaling"], "rope_theta": 500000.0},
+    )
+    hf, _ = _compute_llama3_parameters(config)
+    ours = rope_frequencies(128, base=500000.0, scaling=rope.scaling)
+    torch.testing.assert_close(ours.float(), hf, rtol=4e-7 * math.log2(500000.0), atol=0)
+    kept = ours == rope_frequencies(128, base=500000.0)
+    assert 0 < int(kept.sum()) < 64  # some wavelengths kept, the rest divided by 16
+    assert [p.rope is None for p in plan[:8]] == [False, False, False, True] * 2
+    assert [p.attention for p in plan[:4]] == ["chunked"] * 3 + ["full"]
+    assert plan[3].temperature is not None and plan[0].temperature is None
+
+
+def test_docstring_plan_is_what_layer_plan_prints():
+    """The table in layer_plan's docstring (and the README) is this config's printed plan."""
+    doc = pc.rope.layer_plan.__doc__
+    printed = str(layer_plan(LLAMA4_SCOUT)[:5])
+    assert printed in "\n".join(line.strip() for line in doc.splitlines())
+
+
+def test_readme_plan_is_what_layer_plan_prints():
+    """The README shows the same table."""
+    import pathlib
+
+    readme = (pathlib.Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    assert str(layer_plan(LLAMA4_SCOUT)[:5]) in readme

@@ -3,16 +3,18 @@
 The open models of 2025-26 place positions per layer: rotation in some layers and none in
 others (Llama 4, SmolLM3, Cohere2, Qwen3-Next), a base per layer type (Gemma 3, ModernBERT),
 scaling on some layers only (OLMo 3, Gemma 3), a rope type per layer type (Gemma 4's
-``proportional`` global layers, with a wider head), a query temperature (Llama 4's NoPE layers,
-Ministral 3), sink logits (GPT-OSS). :func:`~posenc_core.rope.layer_facts` reads all of it into one
-:class:`~posenc_core.rope.LayerFacts` per layer; :func:`~posenc_core.rope.layer_plan` adds the modules, and
+``proportional`` global layers, with a wider head), a query temperature (Llama 4's NoPE
+layers, Ministral 3), sink logits (GPT-OSS). :func:`~posenc_core.rope.layer_facts` reads all
+of it into one :class:`~posenc_core.rope.LayerFacts` per layer;
+:func:`~posenc_core.rope.layer_plan` adds the modules, and
 :meth:`~posenc_core.rope.RotaryEmbedding.from_config` takes one layer's rotation.
 
 Where each rule lives: the layer types (``layer_types``, or the architecture's default
-pattern when a config.json gives none), the rope settings per layer type (``rope_parameters``
-keyed by layer type, or the older keys) and the rest are read by the functions below; what
-differs between architectures is one :class:`~posenc_core.rope.layers.ModelRule` per ``model_type`` in ``RULES``. A
-new architecture with per-layer positions is one entry there (and a test in
+pattern when a config.json gives none), the rope settings per layer type
+(``rope_parameters`` keyed by layer type, or the older keys) and the rest are read by the
+functions below; what differs between architectures is one
+:class:`~posenc_core.rope.layers.ModelRule` per ``model_type`` in ``RULES``. A new
+architecture with per-layer positions is one entry there (and a test in
 ``tests/core/test_rope_layer_models.py`` running its Hugging Face class). Duck typed, as
 ``posenc_core.rope.config``: transformers is never imported.
 """
@@ -308,7 +310,8 @@ RULES: dict[str, ModelRule] = {
     ),
     "ministral3": ModelRule(temperature=_ministral3_temperature),
 }
-"""``model_type`` -> its :class:`~posenc_core.rope.layers.ModelRule`; any other model type: every layer alike."""
+"""``model_type`` -> its :class:`~posenc_core.rope.layers.ModelRule`; any other model type:
+every layer alike."""
 
 # Gemma 4's default for its global layers, when a config.json gives none (Gemma4TextConfig)
 GEMMA4_DEFAULT_ROPE = {

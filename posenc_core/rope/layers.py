@@ -357,7 +357,7 @@ def _layer_types(cfg: Mapping[str, Any], rule: ModelRule, n: int) -> list[str]:
             "type per layer"
         )
     for i, name in enumerate(types):
-        if name not in ATTENTION_KINDS:
+        if not isinstance(name, str) or name not in ATTENTION_KINDS:
             raise ValueError(
                 f"layer_types[{i}]={name!r} is not a layer type this library knows; known: "
                 f"{', '.join(ATTENTION_KINDS)}"

@@ -431,6 +431,8 @@ def test_layer_facts_refuse_bad_configs():
     }
     with pytest.raises(ValueError, match="layer_types has 2 entries but num_hidden_layers=3"):
         layer_facts({**base, "layer_types": ["full_attention"] * 2})
+    with pytest.raises(ValueError, match=r"layer_types\[0\]=\['full_attention'\]"):
+        layer_facts({**base, "layer_types": [["full_attention"]] * 3})
     with pytest.raises(ValueError, match=r"layer_types\[1\]='global'"):
         layer_facts({**base, "layer_types": ["full_attention", "global", "full_attention"]})
     with pytest.raises(ValueError, match="layer must be"):

@@ -521,3 +521,70 @@ def test_readme_plan_is_what_layer_plan_prints():
 
     readme = (pathlib.Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
     assert str(layer_plan(LLAMA4_SCOUT)[:5]) in readme
+
+
+OLD_SPELLINGS = {
+    # config.json dicts as the Hub holds them (rope_theta + rope_scaling at the top level),
+    # beside the transformers 5 object built from the same keys
+    "olmo3": (
+        {
+            "rope_theta": 500000.0,
+            "max_position_embeddings": 65536,
+            "rope_scaling": {
+                "rope_type": "yarn",
+                "factor": 8.0,
+                "original_max_position_embeddings": 8192,
+                "attention_factor": 1.2,
+                "beta_fast": 32,
+                "beta_slow": 1,
+            },
+        },
+        lambda kw: Olmo3Config(num_hidden_layers=8, **kw),
+    ),
+    "gpt_oss": (
+        {
+            "rope_theta": 150000.0,
+            "rope_scaling": {
+                "rope_type": "yarn",
+                "factor": 32.0,
+                "beta_fast": 32.0,
+                "beta_slow": 1.0,
+                "truncate": False,
+                "original_max_position_embeddings": 4096,
+            },
+        },
+        lambda kw: GptOssConfig(num_hidden_layers=4, **kw),
+    ),
+    "modernbert": (
+        {"global_rope_theta": 80000.0, "local_rope_theta": 5000.0},
+        lambda kw: ModernBertConfig(num_hidden_layers=6, **kw),
+    ),
+    "deepseek_v3": (
+        {
+            "rope_theta": 10000.0,
+            "rope_scaling": {
+                "type": "yarn",
+                "factor": 40.0,
+                "mscale": 1.0,
+                "mscale_all_dim": 1.0,
+                "original_max_position_embeddings": 4096,
+                "beta_fast": 32,
+                "beta_slow": 1,
+            },
+        },
+        lambda kw: DeepseekV3Config(num_hidden_layers=2, **kw),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(OLD_SPELLINGS))
+def test_hub_spelling_reads_as_transformers_5(name):
+    """The keys a Hub config.json holds give the plan of the transformers 5 config object
+    built from them (which moves them into rope_parameters, keyed by layer type where the
+    architecture's config class does: OLMo 3 scales its full layers only)."""
+    keys, build = OLD_SPELLINGS[name]
+    config = build(keys)
+    as_json = {**config.to_dict(), **keys}
+    as_json.pop("rope_parameters")
+    assert _summary(layer_plan(as_json)) == _summary(layer_plan(config))
+    assert _summary(layer_plan(config.to_dict())) == _summary(layer_plan(config))

@@ -290,6 +290,54 @@ def test_thread_count_does_not_change_the_bits(dtype):
         assert bits_equal(native_rotate(x, cos, sin, threads=n), one)
 
 
+def test_sequences_longer_than_a_tile_are_the_formula_bit_for_bit():
+    """For an x of 16 MB or more, native.c cuts the positions into tiles of
+    POSENC_TILE_ELEMENTS / r rows (1024 for r = 128): 2500 positions make two whole tiles and a
+    partial one, each head visited once per tile; out of place (streamed stores) and in place,
+    on 1, 2 and 3 threads (3 threads: tile counts rounded up to a multiple of the thread
+    count), equal to the formula."""
+    x = randn(2, 8, 2500, 128, seed=61)  # 20 MB
+    cos, sin = pc.rope_cos_sin(torch.arange(2500), 128)
+    expected = plain(x, cos, sin, "half")
+    for n in (1, 2, 3):
+        assert bits_equal(native_rotate(x, cos, sin, threads=n), expected), n
+        y = x.clone()
+        native_rotate(y, cos, sin, out=y, threads=n)
+        assert bits_equal(y, expected), n
+
+
+def test_a_build_with_tiny_tiles_gives_the_formula_bit_for_bit(monkeypatch, tmp_path):
+    """Built with tiles of 48 table elements (POSENC_TILE_ELEMENTS and
+    POSENC_SMALL_TILE_ELEMENTS: 1 to 6 positions here, where the default makes one tile of
+    these small inputs), every kind, both layouts, shared and per-batch tables, partial
+    rotary, out of place and in place, on 1 to 3 threads, equals the formula: the tile edges (a
+    table row converted at each tile's first head, a partial last tile, heads split over
+    threads) change no bit."""
+    monkeypatch.setenv("POSENC_CACHE_DIR", str(tmp_path))
+    tiles = ("-DPOSENC_TILE_ELEMENTS=48", "-DPOSENC_SMALL_TILE_ELEMENTS=48")
+    monkeypatch.setattr(native, "FLAGS", (*native.FLAGS, *tiles))
+    tiny = native.NativeKernel()
+    assert tiny.library() is not None, tiny.error
+    cases = [(dt, dt) for dt in (torch.float32, F64, *LOW)] + [(dt, F64) for dt in LOW]
+    for (dtype, work), layout, r in (
+        (c, lay, r) for c in cases for lay in LAYOUTS for r in (8, 16, 32)
+    ):
+        x = randn(3, 20, 37, 34, seed=r, dtype=dtype)  # 75480 elements: several threads
+        shared = pc.rope_cos_sin(torch.arange(37) * 5, r, layout=layout, dtype=work)
+        batch = pc.rope_cos_sin(torch.arange(3 * 37).reshape(3, 37), r, layout=layout, dtype=work)
+        for cos, sin in (shared, (batch[0][:, None], batch[1][:, None])):
+            expected = plain(x, cos, sin, layout)
+            for n in (1, 2, 3):
+                got = torch.empty_like(x)
+                tiny.rotate(x, cos, sin, layout, got, threads=n)
+                y = x.clone()
+                tiny.rotate(y, cos, sin, layout, y, threads=n)
+                for res in (got, y):
+                    nan = expected.isnan()
+                    assert torch.equal(res.isnan(), nan), (dtype, work, layout, r, n)
+                    assert bits_equal(res[~nan], expected[~nan]), (dtype, work, layout, r, n)
+
+
 # --------------------------------------------------------------------------- helpers for builds
 
 REPO = Path(__file__).parents[2]
@@ -914,14 +962,19 @@ def test_status_reports_the_kernel_in_use():
 
 def test_the_source_compiles_without_warnings_in_every_configuration(tmp_path):
     """native.c with the real flags and -Wall -Wextra -Werror -Wvla: with and without OpenMP,
-    with the AVX-512 intrinsics, without any (POSENC_NO_INTRINSICS) and, on x86, with AVX2 only
+    with the AVX-512 intrinsics, without any (POSENC_NO_INTRINSICS), with tiny tiles
+    (POSENC_TILE_ELEMENTS, POSENC_SMALL_TILE_ELEMENTS) and, on x86, with AVX2 only
     (-mno-avx512f); all at once, in parallel."""
     cc = shutil.which(os.environ.get("CC") or "cc")
     if cc is None:
         pytest.skip("no C compiler")
     src = Path(native.__file__).with_name("native.c")
     runs = {}
-    variants = {"intrinsics": [], "portable": ["-DPOSENC_NO_INTRINSICS"]}
+    variants = {
+        "intrinsics": [],
+        "portable": ["-DPOSENC_NO_INTRINSICS"],
+        "tiny-tiles": ["-DPOSENC_TILE_ELEMENTS=48", "-DPOSENC_SMALL_TILE_ELEMENTS=48"],
+    }
     if native._X86:  # the 256-bit streamed stores of a machine without AVX-512
         variants["avx2"] = ["-mno-avx512f"]
     for omp in (True, False):

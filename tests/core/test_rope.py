@@ -876,10 +876,10 @@ BAD = [
         r"high_freq_factor.*low_freq_factor.*low=4\.0, high=1\.0",
     ),
     (
-        "llama3 high == low",
-        lambda: pc.rope_frequencies(8, scaling=_llama3(low_freq_factor=2.0, high_freq_factor=2.0)),
+        "llama3 low <= 0",
+        lambda: pc.rope_frequencies(8, scaling=_llama3(low_freq_factor=0.0, high_freq_factor=2.0)),
         ValueError,
-        r"high_freq_factor.*low=2\.0, high=2\.0",
+        r"high_freq_factor >= low_freq_factor > 0.*low=0\.0, high=2\.0",
     ),
     (
         "rope_theta",

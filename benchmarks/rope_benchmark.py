@@ -69,6 +69,18 @@ TARGET_OUT_VS_COPY = 1.3  # apply_rope(out=buf), and out=x in place, at most thi
 TARGET_LOW_VS_CLONE = 1.5  # bfloat16/float16 with same-dtype tables, vs that dtype's clone
 
 
+def _llama_config(head_dim: int, layers: int) -> dict[str, object]:
+    """A Llama config.json dict (base 500000, no scaling) with ``layers`` decoder layers."""
+    return {
+        "model_type": "llama",
+        "hidden_size": 64 * head_dim,
+        "num_attention_heads": 64,
+        "num_hidden_layers": layers,
+        "rope_theta": 500000.0,
+        "max_position_embeddings": 131072,
+    }
+
+
 def _hf_rotate_half() -> tuple[Callable[[torch.Tensor], torch.Tensor], str]:
     """Hugging Face's rotate_half if transformers imports, else the same one-liner inline."""
     try:
@@ -434,6 +446,12 @@ def main(argv: list[str] | None = None) -> int:
         "clone f16": lambda: (hq.clone(), hk.clone()),
         "apply_rope f16": lambda: (apply_rope(hq, ch, sh), apply_rope(hk, ch, sh)),
     }
+    # uniform models pay nothing for the per-layer reading: the module from_config builds for
+    # a Llama config is the plain module, and a hybrid model's layer module is one too
+    direct = posenc_core.RotaryEmbedding(d, base=500000.0)
+    uniform = posenc_core.RotaryEmbedding.from_config(_llama_config(d, 32))
+    C["RotaryEmbedding f32"] = lambda: direct(q, k)
+    C["RotaryEmbedding.from_config f32"] = lambda: uniform(q, k)
     if ret is not None:
         C["rotary-embedding-torch f32"] = lambda: (ret(q), ret(k))
     t = Timings(C)
@@ -443,6 +461,22 @@ def main(argv: list[str] | None = None) -> int:
     print(f"Timings, ms per call on q and k ({time.perf_counter() - t0:.1f} s in all)")
     for name in C:
         print(f"  {name:30s} {_describe(t, name)}")
+    print()
+
+    construct = {
+        "rope_config_from_hf (one reading)": lambda: posenc_core.rope.rope_config_from_hf(
+            _llama_config(d, 80)
+        ),
+        "RotaryEmbedding.from_config (80 layers)": lambda: posenc_core.RotaryEmbedding.from_config(
+            _llama_config(d, 80)
+        ),
+        "layer_plan (80 layers)": lambda: posenc_core.rope.layer_plan(_llama_config(d, 80)),
+    }
+    tc = Timings(construct)
+    tc.run(max(5, rounds), 1)
+    print("Reading an 80-layer Llama config.json dict, ms per call")
+    for name in construct:
+        print(f"  {name:40s} {_describe(tc, name)}")
     print()
 
     # ---------------------------------------------------------------- chunk sweep (optional)
@@ -512,6 +546,8 @@ def main(argv: list[str] | None = None) -> int:
         "rotary-embedding-torch f32": "clone f32",
         "apply_rope bf16 f64 tables": "clone bf16",
         "HF eager bf16": "clone bf16",
+        "RotaryEmbedding f32": "clone f32",
+        "RotaryEmbedding.from_config f32": "RotaryEmbedding f32",
     }
     missed = []
     print("Summary (Markdown)")
@@ -548,6 +584,8 @@ def main(argv: list[str] | None = None) -> int:
     print()
     for name, (den, _) in targets.items():
         print(f"  {name} / {den}: {_paired(t, name, den)}")
+    name, den = "RotaryEmbedding.from_config f32", "RotaryEmbedding f32"
+    print(f"  {name} / {den}: {_paired(t, name, den)}")
     print(f"Total run time {time.perf_counter() - started:.0f} s")
     if missed:
         print()

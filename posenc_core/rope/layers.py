@@ -427,12 +427,13 @@ def _layer_rope(
     cfg: Mapping[str, Any],
     model_type: Any,
     rule: ModelRule,
-    i: int,
     layer_type: str,
+    head_dim: int | None,
     per_type: Mapping[str, Mapping[str, Any]] | None,
 ) -> RopeConfig:
-    """Layer i's RopeConfig: the whole config read by rope_config_from_hf, with the layer
-    type's rope settings and head width in place of the per-type keys."""
+    """The RopeConfig of a layer of ``layer_type`` (with ``head_dim`` if not None): the whole
+    config read by rope_config_from_hf, with the layer type's rope settings and head width in
+    place of the per-type keys."""
     flat = dict(cfg)
     if per_type is not None:
         for key in _PER_TYPE_KEYS:
@@ -441,7 +442,6 @@ def _layer_rope(
         prf = cfg.get("partial_rotary_factor")
         if prf is not None and "partial_rotary_factor" not in flat["rope_parameters"]:
             flat["rope_parameters"]["partial_rotary_factor"] = prf
-    head_dim = _head_dim_override(cfg, model_type, i, layer_type)
     if head_dim is not None:
         flat["head_dim"] = head_dim
     if rule.default_theta is not None and not _has_theta(flat):
@@ -516,13 +516,19 @@ def layer_facts(config: Any, *, _count: int | None = None) -> tuple[LayerFacts, 
     types = _layer_types(cfg, rule, n)
     per_type = _rope_dicts(cfg, model_type, rule, types)
     facts = []
+    ropes: dict[tuple[str, int | None], RopeConfig] = {}  # read once per layer type and width
     for i, layer_type in enumerate(types):
         attention = ATTENTION_KINDS[layer_type]
         if rule.rotates is not None:
             rotates = rule.rotates(cfg, i, layer_type)
         else:
             rotates = attention != "linear"
-        rope = _layer_rope(cfg, model_type, rule, i, layer_type, per_type) if rotates else None
+        rope = None
+        if rotates:
+            key = (layer_type, _head_dim_override(cfg, model_type, i, layer_type))
+            if key not in ropes:
+                ropes[key] = _layer_rope(cfg, model_type, rule, *key, per_type)
+            rope = ropes[key]
         window = _window(cfg, model_type, attention)
         facts.append(
             LayerFacts(

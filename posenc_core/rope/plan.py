@@ -50,9 +50,11 @@ class LayerPlan:
     softmax_scale: float
 
     @classmethod
-    def from_facts(cls, facts: LayerFacts) -> LayerPlan:
-        """The plan of a layer from its facts (the RopeConfig built into a module)."""
-        rope = None if facts.rope is None else RotaryEmbedding.from_rope_config(facts.rope)
+    def from_facts(cls, facts: LayerFacts, *, rope: RotaryEmbedding | None = None) -> LayerPlan:
+        """The plan of a layer from its facts: ``rope`` if given, else the facts' RopeConfig
+        built into a module."""
+        if rope is None and facts.rope is not None:
+            rope = RotaryEmbedding.from_rope_config(facts.rope)
         return cls(
             facts.layer,
             facts.layer_type,
@@ -145,6 +147,8 @@ def layer_plan(config: Any) -> LayerPlans:
 
     Returns:
         :class:`LayerPlans`, one :class:`LayerPlan` per layer; ``print`` shows the table.
+        Layers that rotate alike share one :class:`~posenc_core.rope.RotaryEmbedding` (one
+        table cache), as Hugging Face's models share one rotary module per layer type.
 
     Raises:
         TypeError, ValueError: as :func:`~posenc_core.rope.layer_facts`.
@@ -164,4 +168,12 @@ def layer_plan(config: Any) -> LayerPlans:
     Every fourth layer is NoPE with full attention and a query temperature; the others
     rotate (interleaved pairs) within 8192-token chunks.
     """
-    return LayerPlans(LayerPlan.from_facts(facts) for facts in layer_facts(config))
+    modules: dict[Any, RotaryEmbedding] = {}  # one module (and table cache) per rotation
+
+    def plan(facts: LayerFacts) -> LayerPlan:
+        if facts.rope is not None and facts.rope not in modules:
+            modules[facts.rope] = RotaryEmbedding.from_rope_config(facts.rope)
+        rope = None if facts.rope is None else modules[facts.rope]
+        return LayerPlan.from_facts(facts, rope=rope)
+
+    return LayerPlans(plan(facts) for facts in layer_facts(config))

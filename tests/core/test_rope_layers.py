@@ -411,6 +411,15 @@ def test_older_spelling_reads_as_the_new_one():
     assert _summary(layer_plan(multimodal)) == _summary(old)
 
 
+def test_layers_that_rotate_alike_share_one_module():
+    """One RotaryEmbedding (and table cache) per distinct rotation, as Hugging Face keeps one
+    rotary module per layer type: Gemma 3's five sliding layers share one, its global another."""
+    plans = layer_plan(_configs()["gemma3"])
+    assert len({id(p.rope) for p in plans}) == 2
+    assert plans[0].rope is plans[4].rope and plans[5].rope is plans[11].rope
+    assert plans[0].rope is not plans[5].rope
+
+
 def test_from_config_needs_layer_when_layers_differ():
     with pytest.raises(ValueError, match=r"pass layer=i"):
         RotaryEmbedding.from_config(_configs()["gemma3"])

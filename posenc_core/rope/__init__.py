@@ -11,8 +11,10 @@ Two layouts say which elements form a pair: ``"half"`` (x[i], x[i + d/2]), Huggi
 ``rotate_half``; and ``"interleaved"`` (x[2i], x[2i+1]), RoFormer's, Meta's Llama code's and
 torchtune's. Context-extension ``scaling`` takes the dicts of Hugging Face configs
 (``rope_scaling`` / ``rope_parameters``): ``linear``, ``ntk``, ``dynamic``, ``yarn``,
-``llama3``, ``longrope``. A whole model configuration (a ``PretrainedConfig`` or the dict of
-a ``config.json``) gives a ready module: ``RotaryEmbedding.from_config(config)``.
+``llama3``, ``longrope``, ``proportional`` (p-RoPE). A whole model configuration (a
+``PretrainedConfig`` or the dict of a ``config.json``) gives a ready module:
+``RotaryEmbedding.from_config(config)``, or ``from_config(config, layer=i)`` for a model whose
+layers differ, and :func:`layer_plan` gives every layer's.
 
 Where each part lives:
 
@@ -34,6 +36,12 @@ Where each part lives:
   function per ``rope_type``, registered in ``VARIANTS``; :func:`rope_frequencies`;
 * ``layouts.py``: :func:`interleaved_to_half`, :func:`half_to_interleaved`,
   :func:`permute_qk_weight`.
+* ``layers.py``: what each decoder layer does with positions, read from a config
+  (:func:`layer_facts`, :class:`LayerFacts`, :class:`QueryTemperature`; one ``ModelRule`` per
+  architecture in ``RULES``); ``plan.py``: :func:`layer_plan`, the per-layer plan with the
+  modules built, printed as a table; ``RotaryEmbedding.from_config(config, layer=i)`` is one
+  row of it; ``mla.py``: :func:`apply_decoupled_rope`, DeepSeek's multi-head latent
+  attention.
 * ``xpos.py``: xPos (Sun et al. 2022), RoPE with a per-pair scale that grows for queries and
   shrinks for keys with the position (:class:`~posenc_core.rope.xpos.XPosEmbedding`); reached
   as ``pc.xpos``.
@@ -46,7 +54,9 @@ error reaches about 1e-2 at position 131072.) Tests: ``tests/core/test_rope.py``
 bit-exactness of every path), ``tests/core/test_rope_reference.py`` (Hugging Face, Meta,
 RoFormer's matrix), ``test_rope_module.py`` (the module: partial rotary, positions per row,
 dynamic NTK and LongRoPE per call), ``test_rope_config.py`` (configs) and
-``test_rope_models.py`` (Hugging Face's own models, run with posenc_core's rotation).
+``test_rope_models.py`` and ``test_rope_layer_models.py`` (Hugging Face's own models, run
+with posenc_core's rotation), ``test_rope_layers.py`` (per-layer plans, p-RoPE, MLA,
+temperatures).
 """
 
 from .apply import apply_rope

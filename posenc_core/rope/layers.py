@@ -248,9 +248,10 @@ class ModelRule(NamedTuple):
     layer_types: Callable[[Mapping[str, Any], int], list[str]] | None = None
     """Layer types when the config gives no ``layer_types`` (its config class's pattern)."""
     rotates: Callable[[Mapping[str, Any], int, str], bool] | None = None
-    """(cfg, layer, layer_type) -> whether the layer rotates; None: all but linear layers."""
+    """Whether a layer rotates, called as ``rotates(cfg, i, layer_type)``; None means every
+    layer but the linear ones."""
     temperature: Callable[[Mapping[str, Any], int, bool], QueryTemperature | None] | None = None
-    """(cfg, layer, rotates) -> the query temperature of the layer."""
+    """The query temperature of a layer, called as ``temperature(cfg, i, rotates)``."""
     older_keys: Callable[[Mapping[str, Any]], dict[str, dict[str, Any]]] | None = None
     """rope settings per layer type from pre-transformers-5 keys (when rope_parameters is
     not keyed by layer type)."""

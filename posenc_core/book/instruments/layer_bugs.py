@@ -53,7 +53,7 @@ from posenc_core.rope import RotaryEmbedding
 __all__ = ["KINDS", "LayerBug", "LAYER_BUGS", "rotations", "softmax_scale_factor"]
 
 KINDS = ("rotations", "softmax_scale", "attention")
-"""What a bug's functions return: see the module docstring."""
+"""What a bug's functions return (see the module docstring)."""
 
 Rotations = tuple[RotaryEmbedding | None, ...]
 Attend = Callable[

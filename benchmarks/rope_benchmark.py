@@ -81,6 +81,19 @@ def _llama_config(head_dim: int, layers: int) -> dict[str, object]:
     }
 
 
+def _timed_group(
+    title: str, contenders: dict[str, Callable[[], object]], rounds: int, warmup: int
+) -> Timings:
+    """Time ``contenders`` in their own interleaved rounds and print each one's spread."""
+    timings = Timings(contenders)
+    with torch.no_grad():
+        timings.run(rounds, warmup)
+    print(f"{title}, ms per call")
+    for name in contenders:
+        print(f"  {name:40s} {_describe(timings, name)}")
+    return timings
+
+
 def _hf_rotate_half() -> tuple[Callable[[torch.Tensor], torch.Tensor], str]:
     """Hugging Face's rotate_half if transformers imports, else the same one-liner inline."""
     try:
@@ -466,13 +479,10 @@ def main(argv: list[str] | None = None) -> int:
         "RotaryEmbedding f32": lambda: direct(q, k),
         "RotaryEmbedding.from_config f32": lambda: uniform(q, k),
     }
-    tu = Timings(U)
-    with torch.no_grad():
-        tu.run(rounds, warmup)
-    print("RotaryEmbedding built directly and from a 32-layer Llama config, ms per call")
-    for name in U:
-        print(f"  {name:40s} {_describe(tu, name)}")
-    num, den = U
+    tu = _timed_group(
+        "RotaryEmbedding built directly and from a 32-layer Llama config", U, rounds, warmup
+    )
+    den, num = U  # from_config against the module built directly
     print(f"  {num} / {den}: {_paired(tu, num, den)}")
     print()
 
@@ -485,11 +495,7 @@ def main(argv: list[str] | None = None) -> int:
         ),
         "layer_plan (80 layers)": lambda: posenc_core.rope.layer_plan(_llama_config(d, 80)),
     }
-    tc = Timings(construct)
-    tc.run(max(5, rounds), 1)
-    print("Reading an 80-layer Llama config.json dict, ms per call")
-    for name in construct:
-        print(f"  {name:40s} {_describe(tc, name)}")
+    _timed_group("Reading an 80-layer Llama config.json dict", construct, max(5, rounds), 1)
     print()
 
     # ---------------------------------------------------------------- chunk sweep (optional)

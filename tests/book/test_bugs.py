@@ -82,10 +82,16 @@ def test_off_by_one_cache_is_a_full_pass_that_skips_position_p(rope, text):
 
 
 @torch.no_grad()
-def test_broken_decode_step_differs_and_the_probe_names_both_bugs(rope, text):
+def test_chapter_8s_broken_decode_step_differs_and_the_probe_names_both_bugs(rope, text):
+    def step(rope_, cache, q, k, v):  # chapter 8's exercise: key cached unrotated, position late
+        cache["k"] = torch.cat([cache["k"], k], dim=-2)
+        cache["v"] = torch.cat([cache["v"], v], dim=-2)
+        q, _ = rope_(q, k, cache["k"].shape[-2])
+        return q
+
     t = text[:, :96]
-    assert gap(dbg.cached_forward(rope, t, prefill=32, step=dbg.decode_step_broken), rope(t)) > 0.1
-    fb = exercises.check_decode_step(dbg.decode_step_broken)
+    assert gap(dbg.cached_forward(rope, t, prefill=32, step=step), rope(t)) > 0.1
+    fb = exercises.check_decode_step(step)
     assert not fb
     assert "query is rotated at position n + 1" in fb.message
     assert "cached key is not rotated" in fb.message

@@ -82,7 +82,6 @@ __all__ = [
     "bug_curves",
     "interleaved_checkpoint",
     "convert_checkpoint_broken",
-    "decode_step_broken",
     "rope_scaling_from_config_broken",
     "bf16_angle_tables",
     "StickyDynamicNTK",
@@ -402,18 +401,6 @@ def convert_checkpoint_broken(
             k = permute_qk_weight(k, n_heads, to="half")
             out[name] = torch.cat([q, k, v])
     return out
-
-
-def decode_step_broken(rope: RotaryEmbedding, cache: dict, q: torch.Tensor, k: torch.Tensor,
-                       v: torch.Tensor) -> torch.Tensor:  # fmt: skip
-    """Chapter 8's broken decoding step (a :data:`Step`), with two bugs to find: the key goes
-    into the cache unrotated, and the position is read after the append, so it already counts
-    the new token."""
-    cache["k"] = torch.cat([cache["k"], k], dim=-2)
-    cache["v"] = torch.cat([cache["v"], v], dim=-2)
-    position = cache["k"].shape[-2]
-    q, _ = rope(q, k, position)
-    return q
 
 
 def rope_scaling_from_config_broken(config: Mapping[str, Any]) -> dict[str, Any] | None:

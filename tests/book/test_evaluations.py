@@ -78,7 +78,7 @@ def test_the_unablated_curves_are_the_language_model_studys():
 
 def test_staleness_is_detected():
     good = ev.load_results()
-    assert any("code changed" in p for p in ev.is_stale({**good, "code_hashes": {}}))
+    assert any("code changed" in p for p in ev.is_stale({**good, "source_keys": {}}))
     bad_inputs = {**good, "inputs": {**good["inputs"], "excerpt_sha256": "0" * 64}}
     assert ev.is_stale(bad_inputs) == ["the held-out excerpt changed"]
     other = {**good, "settings": {**good["settings"], "bug_windows": 1}}

@@ -134,7 +134,7 @@ def test_checkpoint_loader_checks_the_sha(tiny, tmp_path):
 def test_results_file_is_written_with_provenance(tiny):
     _, out = tiny
     saved = json.loads(out.read_text())
-    assert set(saved["code_hashes"]) == set(st.CODE_MODULES)
+    assert set(saved["source_keys"]) == set(st.CODE_MODULES)
     assert {"torch", "numpy", "python", "pygments"} <= set(saved["versions"])
     assert saved["corpus"]["licence"] == "BSD-2-Clause"
 

@@ -93,7 +93,7 @@ __all__ = [
     "run_key",
     "run_encoder_study",
     "loss_blocks",
-    "code_hashes",
+    "source_keys",
     "code_version",
     "save_results",
     "load_results",
@@ -697,7 +697,7 @@ def loss_blocks(curve: Sequence[float], every: int) -> list[list[float]]:
 # ----------------------------------------------------------------------------- results file
 
 
-def code_hashes() -> dict[str, str]:
+def source_keys() -> dict[str, str]:
     """The source key of every module in :data:`CODE_MODULES`
     (:func:`~posenc_core.book.studies.provenance.source_keys`: docstrings, comments and
     formatting do not count)."""
@@ -705,8 +705,8 @@ def code_hashes() -> dict[str, str]:
 
 
 def code_version() -> str:
-    """One SHA-256 over :func:`code_hashes` (changes when any of those modules changes)."""
-    return provenance.code_version(code_hashes())
+    """One SHA-256 over :func:`source_keys` (changes when any of those modules changes)."""
+    return provenance.code_version(source_keys())
 
 
 def save_results(
@@ -717,7 +717,7 @@ def save_results(
     Curves are stored as block means (:func:`loss_blocks`, blocks of ``log_every`` / 10 steps),
     numbers rounded to 4 decimals, and learned tables (rounded to 3) kept only for the seeds in
     ``table_seeds``; initial tables are summarised by their ``geometry_init`` only.
-    The file records ``code_version`` and ``code_hashes``, the configuration and seeds, and the
+    The file records ``code_version`` and ``source_keys``, the configuration and seeds, and the
     torch, numpy and Python versions.
 
     Returns:
@@ -738,7 +738,7 @@ def save_results(
         runs[key] = r
     out = {
         "code_version": code_version(),
-        "code_hashes": code_hashes(),
+        "source_keys": source_keys(),
         "config": dict(results["config"]),
         "seeds": list(results["config"]["seeds"]),
         "versions": provenance.library_versions(),
@@ -766,7 +766,7 @@ def is_stale(results: Mapping[str, Any]) -> list[str]:
     defaults (empty list: it does)."""
     problems = []
     if results.get("code_version") != code_version():
-        changed = provenance.changed_modules(results.get("code_hashes", {}), CODE_MODULES)
+        changed = provenance.changed_modules(results.get("source_keys", {}), CODE_MODULES)
         problems.append(
             f"code changed since the study ran (modules: {', '.join(changed) or 'none'})"
         )

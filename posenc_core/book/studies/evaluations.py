@@ -256,7 +256,7 @@ def run_evaluations(
     finally:
         torch.set_num_threads(old)
     results = {
-        "code_hashes": provenance.source_keys(CODE_MODULES),
+        "source_keys": provenance.source_keys(CODE_MODULES),
         "inputs": _inputs(),
         "settings": _settings(),
         "versions": provenance.library_versions(),
@@ -331,7 +331,7 @@ def is_stale(results: Mapping[str, Any]) -> list[str]:
     """Why a results file no longer describes the code, the checkpoints, the excerpt or the
     settings (empty list: it does)."""
     problems = []
-    changed = provenance.changed_modules(results.get("code_hashes", {}), CODE_MODULES)
+    changed = provenance.changed_modules(results.get("source_keys", {}), CODE_MODULES)
     if changed:
         problems.append(f"code changed since the measurements ran (modules: {', '.join(changed)})")
     now = _inputs()

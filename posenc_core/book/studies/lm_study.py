@@ -1,49 +1,20 @@
 """A causal byte-level language model on real text, measured position by position.
 
-Every positional scheme of :class:`~posenc_core.book.models.byte_lm.ByteLM` (NoPE, sinusoidal,
-learned, RoPE, ALiBi, T5's bias) is trained causally on windows of L bytes of Pygments' source
-(:mod:`posenc_core.book.studies.corpus`), for several seeds, with next-byte cross-entropy. Each
-trained model is then evaluated on the committed held-out excerpt in windows of 8L bytes, and the
-loss is kept **per position** 0 .. 8L-1 (the mean over windows; one curve per seed), so that what a
-scheme does inside the training length and beyond it are never averaged together.
-
-On the trained RoPE models, without further training, the long-context methods are switched in at
-inference (:meth:`~posenc_core.book.models.byte_lm.ByteLM.set_rope_scaling`), each at the factor s
-= 4 (which targets 4L) and s = 8 (8L), with original_max_position_embeddings = L (:data:`METHODS`):
-position interpolation (``linear``), NTK-aware (``ntk``), dynamic NTK (``dynamic``), YaRN with
-its attention factor 0.1 ln(s) + 1 (``yarn``) and Llama 3.1's rule (``llama3``, with Llama 3.1's
-own low_freq_factor 1 and high_freq_factor 4: they are ratios to L0, so they carry over to any
-L unchanged: wavelengths shorter than L/4 (at least four turns inside the training window) are
-kept, those longer than L (less than one turn) are divided by s, and those between are blended).
-Dynamic NTK takes its base from the length of the call; every method here is evaluated in one
-pass over the 8L window, so dynamic NTK uses the base for length 8L at every position, as
-Hugging Face computes it for one forward pass of that length. Then PI and YaRN are fine-tuned
-briefly at the length 4L with the factor 4 (:class:`LMStudyConfig`'s ``finetune_*``), and the
-per-position loss is measured after several step counts, to show how much the fine-tune matters.
-RoPE is also trained with partial rotary (``rotary_dims``: only the first r dims of each head
-rotated, with frequencies over r, as GPT-NeoX and Pythia do), for chapter 8's partial-rotary bugs,
-and at other bases (``rope_bases``), for its wrong-``rope_theta`` bugs, and xPos with other
-values of its B (``xpos_sweep``), for chapter 9. Every scheme's run and every run of the sweep
-also records where its attention goes: the share of attention weight on keys at
-each distance, for queries inside L and far beyond it
+Every scheme of :class:`~posenc_core.book.models.byte_lm.ByteLM` is trained on windows of L
+bytes of Pygments' source (:mod:`~posenc_core.book.studies.corpus`) for several seeds, then
+evaluated on the held-out excerpt in windows of 8L bytes, keeping the loss **per position**
+(one curve per seed) so that inside and beyond the training length are never averaged
+together. On the trained RoPE models the long-context methods of :data:`METHODS` are switched
+in at inference (factors 4 and 8, original length L), and PI and YaRN are briefly fine-tuned at
+4L; RoPE is also trained with partial rotary and at other bases, and xPos at other values of
+its B, for chapters 8 and 9. Every run records where its attention goes
 (:func:`~posenc_core.book.studies.heldout.attention_by_distance`).
 
-:func:`~posenc_core.book.studies.lm_curves.first_loss_rise` gives a glanceable summary of a
-curve: the first position where the loss rises 10% above its in-range value (the mean over
-[L/2, L)).
-
-:class:`LMStudyConfig` holds the configuration (checked once); :func:`run_lm_study` runs it and
-writes ``lm_study.json`` and the safetensors checkpoints (:func:`save_checkpoint`), whose SHA-256
-the JSON records; :func:`load_lm` loads one for a chapter, checksum first. The results file
-records the SHA-256 of every module the study runs (:data:`CODE_MODULES`, as
-:mod:`posenc_core.book.studies.encoder_study` does); :func:`is_stale` says when it no longer
-describes the code.
-Command line:
+:func:`run_lm_study` writes ``lm_study.json`` with the source keys of :data:`CODE_MODULES` and
+the SHA-256 of each safetensors checkpoint; :func:`load_lm` loads one, checksum first;
+:func:`is_stale` says when the file no longer describes the code. Command line:
 ``python -m posenc_core.book.studies.lm_study --out posenc_core/book/data/lm_study.json``.
-
-Book layer: imports the core, torch, numpy, safetensors (when saving or loading) and the
-standard library. Notation for tensor shapes: b = batch, s = sequence, P = 8L evaluation
-positions, S = seeds, V = 256.
+Shapes: b = batch, s = sequence, P = 8L evaluation positions, S = seeds, V = 256.
 """
 
 from __future__ import annotations
@@ -78,7 +49,7 @@ __all__ = [
     "run_lm_study",
     "save_checkpoint",
     "load_lm",
-    "code_hashes",
+    "source_keys",
     "is_stale",
     "load_results",
     "main",
@@ -106,7 +77,12 @@ METHODS: dict[str, Callable[[LMStudyConfig, float], dict[str, Any]]] = {
     "yarn": _method("yarn"),
     "llama3": _method("llama3", low_freq_factor=1.0, high_freq_factor=4.0),
 }
-"""The long-context methods, name -> the Hugging Face-style scaling dict for (config, factor s)."""
+"""The long-context methods, name -> the Hugging Face-style scaling dict for (config, factor s).
+
+Position interpolation, NTK-aware, dynamic NTK, YaRN (attention factor 0.1 ln(s) + 1) and Llama
+3.1's rule with its own low_freq_factor 1 and high_freq_factor 4 (ratios to L, so they carry
+over). Each is evaluated in one pass over the 8L window, so dynamic NTK uses the base for length
+8L at every position, as Hugging Face computes it for one forward pass of that length."""
 
 CODE_MODULES = (
     "book.studies.lm_study",
@@ -131,51 +107,32 @@ class LMStudyConfig(options.Options):
     """The language-model study's configuration; the defaults are the book's CPU run.
 
     Args:
-        schemes: positional schemes, drawn from :data:`~posenc_core.book.models.byte_lm.SCHEMES`
-            (the
-            book: the six of chapter 5's comparison).
-        extra_schemes: more schemes, trained and evaluated like ``schemes`` (first seed's
-            checkpoint kept) but reported only where a chapter asks for them (the book:
-            ``("xpos", "sinusoidal-matched")``, for chapter 9 and for chapter 5's control);
-            empty: none.
-        xpos_scale_base: xPos's B; None: L/2 (Sun et al. use 512 for a training length of
-            1024).
-        xpos_sweep: more values of B, as multiples of L (each > 0, none giving the B in use;
-            the book: L/8, 2L and 8L), each an xPos model trained for every seed, whose curves
-            and attention are kept (no checkpoint); empty: none.
-        seeds: at least one non-negative seed (the book: 3); a seed fixes the initialisation,
-            the training windows and the fine-tune windows.
-        train_len: L, the training length in bytes.
-        eval_factor: evaluation windows are ``eval_factor * L`` bytes (8L).
-        d_model, n_layers, n_heads: model size (the default, 64 x 2 layers x 4 heads of 16, is
-            what trains in the CPU budget: about 13 ms a step on 2 cores).
-        steps: training steps; batch: windows per step.
-        lr: peak AdamW learning rate (betas 0.9, 0.95, no weight decay, so the learned table's
-            untrained rows stay as initialised), after ``warmup`` linear steps, decayed on a
-            cosine to ``lr / 10``; gradients clipped to norm 1.
-        log_every: steps per point of the stored training curve (the mean loss of the block).
+        schemes: positional schemes, drawn from :data:`~posenc_core.book.models.byte_lm.SCHEMES`.
+        extra_schemes: trained like ``schemes`` (first seed's checkpoint kept), reported only
+            where a chapter asks for them; empty: none.
+        xpos_scale_base: xPos's B; None: L/2 (Sun et al. use 512 for a training length of 1024).
+        xpos_sweep: more values of B, as multiples of L (each > 0, none the B in use), each an
+            xPos model trained for every seed, curves and attention kept, no checkpoint.
+        seeds: at least one non-negative seed; it fixes the initialisation and all windows.
+        train_len: L, the training length in bytes; eval_factor: windows of ``eval_factor * L``.
+        d_model, n_layers, n_heads: model size (the default trains in the CPU budget).
+        steps, batch: training steps and windows per step.
+        lr: peak AdamW learning rate (betas 0.9, 0.95, no weight decay), after ``warmup`` linear
+            steps, cosine-decayed to ``lr / 10``; gradients clipped to norm 1.
+        log_every: steps per point of the stored training curve (the block's mean loss).
         base: RoPE and sinusoidal base.
-        t5_num_buckets, t5_max_distance: T5's causal buckets. 32 buckets as T5; max_distance
-            None means L: half the buckets exact (distances 0 .. 15), half logarithmic up to L,
-            so every bucket is trained and every distance beyond L falls in the last one, which
-            training reaches (T5 itself: 128 against a training length of 512).
-        factors: scaling factors s of the long-context methods (4 targets 4L, 8 targets 8L).
-        methods: names drawn from :data:`METHODS`.
-        finetune_methods: methods fine-tuned (drawn from ``methods``).
-        finetune_factor: their factor; they are fine-tuned at length ``finetune_factor * L``.
-        finetune_steps: step counts after which the fine-tuned model is evaluated (increasing;
-            the last is the fine-tune's length).
-        finetune_batch: windows per fine-tune step (default: the training batch / factor, so
-            a step sees the same number of bytes as in training).
-        finetune_lr: constant AdamW learning rate of the fine-tune.
-        rotary_dims: partial-rotary RoPE runs: for each r, RoPE rotating only the first r dims
-            of each head (even, 2 <= r < d_h), trained for every seed like the schemes (the
-            book: r = 8 of 16); empty: none. Needs the ``"rope"`` scheme.
-        rope_bases: RoPE runs at other bases (each > 1 and not ``base``), trained for every seed
-            like the schemes, every seed's checkpoint kept (the book: 500000, Llama 3's
-            rope_theta); empty: none. Needs the ``"rope"`` scheme.
-        eval_batch: windows per evaluation forward pass.
-        device: ``"cpu"`` (the book's numbers) or another torch device such as ``"cuda"``.
+        t5_num_buckets, t5_max_distance: T5's causal buckets; max_distance None means L, so every
+            bucket is trained and every distance beyond L falls in the last one.
+        factors: scaling factors s of the long-context methods; methods: names in :data:`METHODS`.
+        finetune_methods, finetune_factor: methods fine-tuned (from ``methods``), at length
+            ``finetune_factor * L`` with that factor.
+        finetune_steps: increasing step counts after which the fine-tuned model is evaluated.
+        finetune_batch: windows per fine-tune step (default: batch / factor, the same bytes a
+            step); finetune_lr: its constant AdamW learning rate.
+        rotary_dims: partial-rotary RoPE runs, one per r (even, 2 <= r < d_h); needs ``"rope"``.
+        rope_bases: RoPE runs at other bases (each > 1, not ``base``), every seed's checkpoint
+            kept; needs ``"rope"``.
+        eval_batch: windows per evaluation pass; device: ``"cpu"`` (the book's numbers) or another.
 
     Raises:
         TypeError, ValueError: naming the option, the value and what is allowed.
@@ -500,20 +457,16 @@ def per_position_loss(
 ) -> np.ndarray:
     """Mean next-byte cross-entropy at every position of windows of ``length`` bytes.
 
-    The data are cut into consecutive, non-overlapping windows of ``length + 1`` bytes
-    (:func:`~posenc_core.book.studies.heldout.windows`; the last byte of a window is only a
-    target). Position t's loss is that of predicting byte t + 1 from bytes 0 .. t of its
-    window, so the curve at t measures the model with t + 1 bytes of context at absolute
-    position t (:func:`~posenc_core.book.studies.heldout.position_loss`).
+    Position t's loss is that of predicting byte t + 1 from bytes 0 .. t of its window
+    (consecutive windows of ``length + 1`` bytes,
+    :func:`~posenc_core.book.studies.heldout.position_loss`).
 
     Args:
-        model: a :class:`~posenc_core.book.models.byte_lm.ByteLM` (evaluated in
-            ``torch.no_grad()``; its
-            mode is left as is).
+        model: a :class:`~posenc_core.book.models.byte_lm.ByteLM` (run under ``torch.no_grad()``,
+            its mode left as is).
         data: int64 ``(n,)`` bytes, e.g. :func:`~posenc_core.book.studies.corpus.heldout_excerpt`.
         length: window length P (the study: 8L).
-        batch: windows per forward pass.
-        max_windows: use only the first ones (None: every whole window).
+        batch: windows per forward pass; max_windows: use only the first ones (None: all).
 
     Returns:
         float64 array ``(P,)``, in nats, the mean over windows.
@@ -549,13 +502,11 @@ def run_lm_study(
 
     Args:
         config: an :class:`LMStudyConfig` (None: the defaults, the book's run).
-        out: the results JSON to write (checkpoints ``lm_<scheme>_seed<k>.safetensors`` go in
-            its folder: every RoPE seed and the first seed of every other scheme); None: write
-            nothing.
-        on_progress: called with one line per finished run (elapsed time and an estimate of
-            the time left); None: silent.
-        train_data, eval_data: int64 byte tensors to use instead of the verified training split
-            and the committed held-out excerpt (for tests).
+        out: the results JSON to write, checkpoints ``lm_<scheme>_seed<k>.safetensors`` beside it
+            (every RoPE seed, the first seed of the others); None: write nothing.
+        on_progress: called with one line per finished run; None: silent.
+        train_data, eval_data: int64 byte tensors instead of the verified training split and the
+            held-out excerpt (for tests).
         threads: torch threads during the study (restored after); None: leave as is.
 
     Returns:
@@ -742,10 +693,9 @@ def _finetune(model, method, seed, c, train, evaluate) -> dict[str, Any]:
 # ----------------------------------------------------------------------------- files
 
 
-def code_hashes(modules: Sequence[str] = CODE_MODULES) -> dict[str, str]:
-    """The source key of every module in ``modules`` (default :data:`CODE_MODULES`;
-    :func:`~posenc_core.book.studies.provenance.source_keys`: docstrings, comments and
-    formatting do not count)."""
+def source_keys(modules: Sequence[str] = CODE_MODULES) -> dict[str, str]:
+    """The source key of every module in ``modules``
+    (:func:`~posenc_core.book.studies.provenance.source_keys`)."""
     return provenance.source_keys(modules)
 
 
@@ -787,7 +737,7 @@ def _save(results, models, c, out: pathlib.Path) -> dict[str, Any]:
             sha = save_checkpoint(models[label, seed], out.parent / name)
             checkpoints[_key(label, seed)] = {"file": name, "sha256": sha}
     saved = {
-        "code_hashes": code_hashes(),
+        "source_keys": source_keys(),
         **{k: v for k, v in results.items() if k not in _CURVES},
         "versions": provenance.library_versions(pygments=corpus.installed_pygments_version()),
         "checkpoints": checkpoints,
@@ -809,7 +759,7 @@ def load_results(path: str | pathlib.Path | None = None) -> dict[str, Any]:
 def is_stale(results: Mapping[str, Any]) -> list[str]:
     """Why a results file no longer describes the code and the defaults (empty: it does)."""
     problems = []
-    changed = provenance.changed_modules(results.get("code_hashes", {}), CODE_MODULES)
+    changed = provenance.changed_modules(results.get("source_keys", {}), CODE_MODULES)
     if changed:
         problems.append(f"code changed since the study ran (modules: {', '.join(changed)})")
     if results.get("config") != LMStudyConfig().to_dict():

@@ -1,24 +1,11 @@
 """Which code computed a study's results, and whether the installed code still does.
 
-Every results file the studies write (:mod:`posenc_core.book.studies.encoder_study`,
-:mod:`posenc_core.book.studies.lm_study`, :mod:`posenc_core.book.studies.evaluations`) records a
-*source key* for each module that determines its numbers, and a chapter or test calls the study's
-``is_stale`` to compare them with the installed code.
-
-A source key is the SHA-256 of what the module computes, not of its bytes:
-
-- a Python file counts by its syntax tree with docstrings removed (every statement that is
-  a bare string: module, class, function and attribute docstrings), so comments, docstrings,
-  blank lines and formatting do not count, and a changed constant, name, argument or statement
-  does. The tree is written out by :func:`canonical_tree`, which leaves out empty and absent
-  fields, so the key is the same under the Python versions the package supports (3.13's
-  ``ast.dump`` omits empty fields that 3.11's writes, 3.12 added ``type_params``);
-- a C file counts by its tokens, with comments and the layout of whitespace removed
-  (preprocessor lines are kept whole, since their line ends matter).
-
-A package (such as ``rope``) counts with every ``.py`` and ``.c`` file in its folder, by name and
-key. Before this rule the keys hashed the files' bytes, and a docstring edit made every result
-stale: six commits re-ran studies of 400 to 900 s whose numbers came back unchanged.
+Every results file the studies write records a *source key* per module that determines its
+numbers; the study's ``is_stale`` compares them with the installed code. A source key is the
+SHA-256 of what a file computes: a Python file by its syntax tree without bare-string
+statements (docstrings), written by :func:`canonical_tree` so that it is the same under every
+supported Python; a C file by its tokens without comments and whitespace. A package counts
+with every ``.py`` and ``.c`` file in its folder. Tested in ``tests/book/test_provenance.py``.
 """
 
 from __future__ import annotations

@@ -1,40 +1,14 @@
 """The language-model corpus: the Python source of Pygments 2.21.0, as bytes, split by file.
 
-**Why this corpus.** The language-model study (:mod:`posenc_core.book.studies.lm_study`) needs real
-text that no one here wrote, that installs offline from a registry at a pinned version, and that
-gives position real work: Python source does, with indentation that must match the enclosing block,
-brackets that must close, and long regular-expression tables whose columns line up. Pygments
-(``pip install pygments==2.21.0``) is pure Python and is already installed wherever Jupyter is (it
-is a dependency of IPython), so pinning it adds no package.
-
-**Licence.** BSD-2-Clause (Copyright by the Pygments team, see its AUTHORS file). The licence asks
-that redistributed source keep the notice, so the held-out excerpt committed to
-``posenc_core/book/data/`` sits beside :data:`LICENSE_FILE`, a copy of Pygments' LICENSE.
-
-**Selection** (deterministic, no randomness): every ``pygments/**/*.py`` of the installed package,
-sorted by path relative to the package's parent folder (343 files, 4,577,209 bytes), minus the
-machine-generated data modules named by :func:`is_generated`: ``_mapping.py``, the 30
-``*_builtins.py`` lists of builtin names and ``unistring.py`` (Unicode category tables). Those 32
-files are 1,146,805 bytes (a quarter of the package) of quoted names and escaped character ranges
-with almost no syntax; kept in, they would turn the study into memorising word lists. What remains
-is ``N_FILES`` = 311 files, ``N_BYTES`` bytes.
-
-**Split by file**, never by lines: file k of the sorted selection is held out when
-``k % 10 == 9`` (every tenth file, 31 of them), the rest are for training. The split's bytes are
-the files' bytes concatenated in order, and each split is checked against a SHA-256 computed once
-from the pinned package (``TRAIN_SHA256``, ``HELDOUT_SHA256``); another installed
-version raises a ``ValueError`` naming both versions.
-
-**Tokens**: bytes, vocabulary 256 (no byte map: byte value = token id). Pygments' source is
-almost all ASCII; the few UTF-8 multi-byte characters are simply several tokens.
-
-**The held-out excerpt.** Chapters must run where a reader has another Pygments (Colab): the first
-``EXCERPT_BYTES`` bytes of the held-out split are committed as ``EXCERPT_FILE`` and
-checked by ``EXCERPT_SHA256``; every evaluation reads that file (:func:`heldout_excerpt`),
-never the installed package. Training (:func:`corpus_split`) needs the pinned package.
-
-Book layer: imports torch, numpy and the standard library (``pygments`` only to find its files).
-Notation for tensor shapes: n = number of bytes.
+Real text that installs offline at a pinned version (Pygments is a dependency of IPython) and
+gives position work: indentation, brackets that close, aligned tables. The selection is every
+``pygments/**/*.py`` sorted by path, minus the generated data modules of :func:`is_generated`
+(word lists and Unicode tables); file k is held out when ``k % 10 == 9``, and each split's
+bytes (files concatenated in order) are checked against a SHA-256 of the pinned package.
+Tokens are bytes, vocabulary 256. Chapters read only the committed held-out excerpt
+(:func:`heldout_excerpt`), so they run with any Pygments; training (:func:`corpus_split`)
+needs the pinned one. Pygments is BSD-2-Clause: its LICENSE (:data:`LICENSE_FILE`) is
+committed beside the excerpt. Shapes: n = number of bytes.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
 """Reading the encoder study's results: runs, accuracy by position and band, training curves,
-the learned tables' geometry.
-
-Every function takes the dict that :func:`~posenc_core.book.studies.encoder_study.load_results`
-returns (the committed results by default), so chapter 5 reads the study without training.
-
-Book layer: imports torch and numpy.
+the learned tables' geometry, from the dict of
+:func:`~posenc_core.book.studies.encoder_study.load_results`, so chapter 5 needs no training.
 """
 
 from __future__ import annotations

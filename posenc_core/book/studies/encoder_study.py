@@ -1,59 +1,17 @@
-"""Learned versus fixed positional encodings, measured: a tiny Transformer on synthetic tasks,
-as an encoder and as a decoder, accuracy reported position by position.
+"""Learned versus fixed positional encodings, measured: chapter 5's study.
 
-A small pre-LN Transformer whose positional scheme is a constructor argument (``"none"``,
-``"sinusoidal"``, ``"learned"``, ``"rope"``, ``"alibi"``), built from posenc_core's modules, is
-trained on sequences of length 1 .. L in two **settings**:
+A :class:`~posenc_core.book.models.encoder.TinyTransformer` with each positional scheme is
+trained on the synthetic tasks of :mod:`~posenc_core.book.studies.synthetic_tasks` at lengths
+1 .. L, as an encoder (bidirectional, as BERT; ALiBi symmetric, ``-m|i-j|``) and as a decoder
+(causal, as GPT; ALiBi ``-m(i-j)``), and tested at L, 2L and 4L with the accuracy kept **per
+position**, so that inside and beyond the training length are never averaged together.
 
-* ``"encoder"``: bidirectional (every position sees the whole sequence), as BERT. ALiBi is then
-  the symmetric bias ``-m|i-j|``, as MosaicBERT and JinaBERT (jina-embeddings-v2) use it.
-* ``"decoder"``: causal (position i sees 0 .. i), as GPT. ALiBi is Press et al.'s ``-m(i-j)``.
-
-and tested on sequences of length L, 2L and 4L, with the accuracy kept **per position**, so that
-positions inside the training length (< L) and beyond it are never averaged together. The tasks:
-
-* ``"first"``: every output position gives the first input token (an absolute-position
-  question: where is position 0?). Well posed in both settings.
-* ``"lookback"``: output i gives the token k steps back, i - k, or a NONE class when i < k. The
-  target depends only on the offset k, never on where i is: shift the whole sequence and the
-  rule is unchanged. This is the task where relative position is what matters; a scheme that
-  encodes offsets (RoPE, ALiBi) can apply the same rule at any position, one that encodes
-  absolute positions must learn it separately for each position it sees, and has seen none
-  beyond L. Well posed in both settings.
-* ``"reverse"`` (output i gives token n - 1 - i) and ``"swap"`` (pairs 0-1, 2-3, ... trade
-  places) are available for experiments in the encoder only: their answer lies in the future
-  (token n - 1 - i, token i + 1), which a causal decoder cannot see, so the study never trains
-  them causally (:data:`~posenc_core.book.studies.synthetic_tasks.CAUSAL_TASKS`).
-
-Initialisation follows the models that use each scheme, as
-:class:`~posenc_core.book.models.byte_lm.ByteLM` does: GPT-2's (linear layers and embeddings N(0,
-0.02), biases 0, the output projections of attention and MLP N(0, 0.02 / sqrt(2 n_layers))), the
-learned table N(0, 0.02) (BERT, GPT-2) with ``eval_factor * L`` rows (rows L .. 4L - 1 are never
-reached in training, so they keep their initial values), and for the sinusoidal scheme the token
-embeddings N(0, 1/d) multiplied by sqrt(d) at the input (Vaswani et al. Sec. 3.4), so that tokens
-and the table (entries of size 1) start on one scale.
-
-Without positions an encoder is permutation-equivariant (chapter 1), so neither task can be done
-above the best position-free guess. With only the symmetric ALiBi bias an encoder is still
-equivariant under **reversal** of the sequence, which caps both tasks near 50%:
-:func:`~posenc_core.book.studies.synthetic_tasks.reversal_cap` computes the cap.
-
-:class:`StudyConfig` holds the configuration (checked once, when it is made);
-:func:`run_encoder_study`
-trains every (setting, task, scheme, seed) and returns a JSON-ready dict;
-:func:`~posenc_core.book.studies.encoder_results.runs_for`,
-:func:`~posenc_core.book.studies.encoder_results.position_accuracy`,
-:func:`~posenc_core.book.studies.encoder_results.band_accuracy`,
-:func:`~posenc_core.book.studies.encoder_results.training_curves` and
-:func:`~posenc_core.book.studies.encoder_results.accuracy_curves` read it; :func:`save_results` /
-:func:`load_results` write and read it
-with the code version (a SHA-256 of this module and the modules it builds on), the configuration,
-the seeds and the library versions. Run it from a shell with
-``python -m posenc_core.book.studies.encoder_study --out FILE`` (``make study`` writes
-:data:`RESULTS_FILE`).
-
-Book layer: imports the core, torch, numpy and the standard library. Notation for tensor shapes:
-b = batch, s or n = sequence, d = d_model, V = vocabulary (input tokens), C = V + 1 output classes
+:class:`StudyConfig` holds the configuration; :func:`run_encoder_study` trains every
+(setting, task, scheme, seed); :func:`save_results` writes the results with the source keys of
+:data:`CODE_MODULES`, the configuration and the library versions, and
+:mod:`~posenc_core.book.studies.encoder_results` reads them. Command line:
+``python -m posenc_core.book.studies.encoder_study --out FILE``.
+Shapes: b = batch, s or n = sequence, d = d_model, V = vocabulary, C = V + 1 output classes
 (the tokens and NONE), S = seeds.
 """
 
@@ -127,42 +85,23 @@ a package, such as ``rope``, counts with every module in its folder)."""
 class StudyConfig(options.Options):
     """The study's configuration (the defaults are what ``make study`` runs), checked once here.
 
-    Every other function of this module trusts a ``StudyConfig`` it is given. The results file
-    stores :meth:`~posenc_core.book.studies.options.Options.to_dict`;
-    :meth:`~posenc_core.book.studies.options.Options.from_dict` reads it back (missing keys take
-    the defaults).
-
     Args:
         settings: drawn from :data:`SETTINGS` (non-empty).
-        tasks: drawn from :data:`~posenc_core.book.studies.synthetic_tasks.TASKS` (non-empty). In
-            the ``"decoder"`` setting only those of
-            :data:`~posenc_core.book.studies.synthetic_tasks.CAUSAL_TASKS` are run (the others are
-            skipped: they are not well posed).
+        tasks: drawn from :data:`~posenc_core.book.studies.synthetic_tasks.TASKS` (non-empty); the
+            ``"decoder"`` setting runs only those of
+            :data:`~posenc_core.book.studies.synthetic_tasks.CAUSAL_TASKS`.
         schemes: drawn from :data:`~posenc_core.book.models.encoder.SCHEMES` (non-empty).
-        seeds: seeds (non-negative integers, non-empty); each seeds a model's initialisation,
-            its training data and its evaluation data.
-        train_len: longest training length L (training lengths are drawn from min_len .. L).
-        min_len: shortest training length, 1 <= min_len <= train_len.
-        eval_factor: evaluation at lengths L, 2L, ... up to eval_factor * L (doubling); the
-            learned table has eval_factor * L rows.
-        vocab: input tokens V >= 2 (the model has V + 1 output classes: the tokens and NONE).
-        k: look-back distance of the ``"lookback"`` task.
-        d_model: model width (even, divisible by ``n_heads`` into even head widths).
-        n_heads: attention heads.
-        n_layers: Transformer blocks.
-        steps: training steps (one batch each).
-        batch: training batch size.
-        lr: peak Adam learning rate (> 0), decayed on a cosine to a tenth.
-        eval_batch: sequences per evaluation length (accuracy per position is their mean).
-        base: frequency base of the sinusoidal table and of RoPE (> 1).
-        log_every: steps between progress lines and between points of the in-range accuracy
-            curve (loss curves are stored as block means over ``log_every // 10`` steps).
+        seeds: non-negative seeds (non-empty), each for initialisation, training and evaluation.
+        train_len, min_len: training lengths are drawn from min_len .. L (1 <= min_len <= L).
+        eval_factor: evaluation at L, 2L, ... up to eval_factor * L, the learned table's rows.
+        vocab: input tokens V >= 2; k: look-back distance of ``"lookback"``.
+        d_model, n_heads, n_layers: model size (d_model split into even head widths).
+        steps, batch: training steps and batch size; lr: peak Adam rate, cosine-decayed to a tenth.
+        eval_batch: sequences per evaluation length; base: sinusoidal and RoPE base (> 1).
+        log_every: steps between progress lines and points of the in-range accuracy curve.
 
     Raises:
-        TypeError: a value of the wrong kind (a list option not a non-empty list, a
-            non-integer size).
-        ValueError: a value out of range (a size below 1, ``min_len > train_len``, ``vocab < 2``,
-            ``lr <= 0``, ``base <= 1``, an unknown setting, task or scheme, a negative seed).
+        TypeError, ValueError: naming the option, the value and what is allowed.
     """
 
     settings: tuple[str, ...] = SETTINGS
@@ -331,24 +270,19 @@ def train_encoder(
 ) -> tuple[list[float], list[list[float]]]:
     """Train ``model`` in place on random lengths in [min_len, train_len], one length per batch.
 
-    Adam, learning rate ``lr`` with a cosine decay to a tenth, gradients clipped at norm 1. The
-    data come from ``torch.Generator().manual_seed(seed)``, so a run is deterministic on the CPU.
-    Every ``log_every`` steps the in-range accuracy (the mean over positions of sequences of
-    length L, on one fixed batch of ``eval_batch // 2`` sequences) is recorded: the curve that
-    shows whether training has converged.
+    Adam at ``lr``, cosine-decayed to a tenth, gradients clipped at norm 1; data from a seeded
+    generator, so a CPU run is deterministic.
 
     Args:
         model: a :class:`~posenc_core.book.models.encoder.TinyTransformer` (moved to ``device``).
         task: one of :data:`~posenc_core.book.studies.synthetic_tasks.TASKS`.
-        config: the study's :class:`StudyConfig` (``steps``, ``batch``, ``lr``, ``train_len``,
-            ``min_len``, ``vocab``, ``k``, ``log_every``, ``eval_batch``).
-        seed: data seed.
-        device: where to train.
+        config: the study's :class:`StudyConfig`; seed: data seed; device: where to train.
         on_step: called as ``on_step(step, loss)`` after every step (step counts from 1).
 
     Returns:
-        ``(losses, accuracy_curve)``: the training loss at every step (``steps`` floats) and
-        ``[[step, in-range accuracy], ...]`` at step 0 and every ``log_every`` steps.
+        ``(losses, accuracy_curve)``: the loss at every step and ``[[step, in-range accuracy],
+        ...]`` at step 0 and every ``log_every`` steps (the mean over positions of one fixed batch
+        of ``eval_batch // 2`` sequences of length L).
     """
     c = _config(config)
     check.choice("task", task, TASKS)
@@ -398,25 +332,18 @@ def evaluate(
 ) -> dict[str, list[float]]:
     """Token accuracy at every position of fresh seeded sequences of each evaluation length.
 
-    In an encoder a position's output depends on the whole sequence, so the accuracy at
-    position p is measured separately in sequences of length L, 2L and 4L
-    (:attr:`StudyConfig.eval_lengths`). In a decoder it depends only on positions 0 .. p, so
-    the three agree up to sampling.
+    In an encoder a position's output depends on the whole sequence, so each length of
+    :attr:`StudyConfig.eval_lengths` is measured separately; in a decoder they agree up to sampling.
 
     Args:
-        model, task, config, device: as in :func:`train_encoder` (uses ``eval_lengths``,
-            ``eval_batch``, ``vocab``, ``k``).
-        seed: evaluation seed (the batches differ from the training ones; the same seed gives
-            the same sequences, with or without ``window``).
-        window: attend only to keys with ``|i - j| < window``
-            (:meth:`TinyTransformer.forward
-            <posenc_core.book.models.encoder.TinyTransformer.forward>`); None: no band. The study
-            passes L, the longest offset training produced, so that the comparison with the
-            unbanded model isolates what the offsets of L or more do.
+        model, task, config, device: as in :func:`train_encoder`.
+        seed: evaluation seed (batches differ from training's; the same with or without ``window``).
+        window: attend only to keys with ``|i - j| < window``; None: no band. The study passes L,
+            the longest offset training produced.
 
     Returns:
-        ``{str(n): accuracy at positions 0 .. n-1}`` for each evaluation length n (each the
-        mean over ``eval_batch`` sequences).
+        ``{str(n): accuracy at positions 0 .. n-1}`` for each evaluation length n (the mean over
+        ``eval_batch`` sequences).
     """
     c = _config(config)
     gen = torch.Generator().manual_seed(check.non_negative_int("seed", seed) + 2_000_003)
@@ -543,46 +470,29 @@ def run_encoder_study(
     keep_tables: bool = True,
     **overrides: Any,
 ) -> dict[str, Any]:
-    """Train and evaluate every (setting, task, scheme, seed) of the study
-    (:meth:`StudyConfig.plan`).
+    """Train and evaluate every (setting, task, scheme, seed) of :meth:`StudyConfig.plan`.
 
-    Progress goes to ``on_progress`` as event dicts (``event`` = ``"step"``, ``"done"`` or
-    ``"skipped"``, with ``run``, ``runs``, ``setting``, ``task``, ``scheme``, ``seed``,
-    ``elapsed`` and ``fraction_done`` and, for steps, ``step``, ``steps``, ``loss``); the
-    default prints a line every ``log_every`` steps and one per finished run, with an estimate
-    of the time left. With ``workers > 1`` runs go to that many processes (one CPU thread
-    each; ``make study`` uses 2, one per core) and only ``"done"`` events are reported. Each run
-    is seeded on its own, so the numbers do not depend on ``workers``. A ``KeyboardInterrupt``
-    stops the study after the finished runs: the result is returned with ``interrupted`` True
-    and can be passed back as ``resume`` to continue.
+    Each run is seeded on its own, so the numbers do not depend on ``workers``. A
+    ``KeyboardInterrupt`` stops after the finished runs and returns them with ``interrupted`` True,
+    to pass back as ``resume``.
 
     Args:
-        config: the study's :class:`StudyConfig` (default: ``StudyConfig()``, what
-            ``make study`` runs).
-        device: torch device for training and evaluation (``"cuda"`` on a GPU).
-        threads: CPU threads for the duration of the study (restored afterwards). Models this
-            small run fastest on one thread (the default); None keeps torch's setting.
-        workers: processes to spread the runs over (1: run here, with per-step progress).
-        on_progress: callback, ``"print"`` (default) or None for silence.
-        resume: an earlier (possibly interrupted) result with the same configuration; its
-            finished runs are kept, not retrained.
+        config: a :class:`StudyConfig` (default: ``StudyConfig()``, what ``make study`` runs);
+            ``**overrides`` change its options (``run_encoder_study(steps=60)``).
+        device: torch device; threads: CPU threads during the study (None: torch's setting).
+        workers: processes to spread the runs over, one thread each (then only ``"done"`` events).
+        on_progress: called with event dicts (``event`` ``"step"``, ``"done"`` or ``"skipped"``,
+            the run's keys, ``elapsed``, ``fraction_done``); ``"print"`` (default) or None.
+        resume: an earlier result with the same configuration; its finished runs are kept.
         keep_tables: keep learned position tables (as nested lists) in the runs.
-        **overrides: options of :class:`StudyConfig` to change (``steps``, ``d_model``,
-            ``seeds``, ``schemes``, ...); ``run_encoder_study(steps=60)`` is
-            ``run_encoder_study(StudyConfig(steps=60))``.
 
     Returns:
-        dict with ``config``
-        (:meth:`StudyConfig.to_dict <posenc_core.book.studies.options.Options.to_dict>`),
-        ``runs`` (key :func:`run_key` ->
-        ``setting``, ``task``, ``scheme``, ``seed``, ``curve`` (loss per step),
-        ``acc_curve`` (in-range accuracy during training), ``acc`` (:func:`evaluate`),
-        ``window_acc`` (:func:`evaluate` on the same sequences with ``window=L``), ``params``,
-        ``seconds``, and for learned tables ``table`` / ``table_init`` (if ``keep_tables``) with
-        their :func:`table_summary` as ``geometry`` / ``geometry_init`` (of rows 0 .. L-1, the rows
-        training reaches), ``geometry_update`` (of the change ``table - table_init`` in those rows)
-        and ``update_ratio`` (norm of that change over the norm of those initial rows)),
-        ``interrupted``, ``seconds`` and ``cpu_seconds``.
+        dict with ``config``, ``runs`` (:func:`run_key` -> the run's keys, ``curve``, ``acc_curve``,
+        ``acc`` and ``window_acc`` (:func:`evaluate` without and with ``window=L``), ``params``,
+        ``seconds``, and for learned tables ``table``/``table_init`` with their
+        :func:`table_summary` as ``geometry``/``geometry_init`` over rows 0 .. L-1,
+        ``geometry_update`` and ``update_ratio`` of the change), ``interrupted``, ``seconds``
+        and ``cpu_seconds``.
     """
     c = StudyConfig() if config is None else _config(config)
     if overrides:
@@ -699,8 +609,7 @@ def loss_blocks(curve: Sequence[float], every: int) -> list[list[float]]:
 
 def source_keys() -> dict[str, str]:
     """The source key of every module in :data:`CODE_MODULES`
-    (:func:`~posenc_core.book.studies.provenance.source_keys`: docstrings, comments and
-    formatting do not count)."""
+    (:func:`~posenc_core.book.studies.provenance.source_keys`)."""
     return provenance.source_keys(CODE_MODULES)
 
 

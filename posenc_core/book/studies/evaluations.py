@@ -1,26 +1,14 @@
-"""Measurements of the trained language models that chapters 8, 8b and 9 report and a reader
-need not watch: the bugs of chapters 8 and 8b, each against its correct counterpart, chapter
-8b's base probe (the loss inside L with rope_theta set to each of many values at load) and
-chapter 9's p-RoPE ablations (frequency pairs left unrotated at inference).
+"""Measurements of the trained language models that chapters 8, 8b and 9 report, computed once.
 
-Each is a held-out loss per position, averaged over many windows of the committed excerpt,
-for every seed: about a minute on two cores, and on a machine whose cores are busy several
-minutes, too long for a chapter cell. :func:`run_evaluations`
-computes them once from the committed checkpoints (``make study``, after the language-model
-study) and writes :data:`RESULTS_FILE`; the chapters load it with :func:`load_bug_curves`,
-:func:`load_base_probe` and :func:`load_ablation_curves`, and compute live only the single cases
-they explain.
-
-The file records what it was computed from: the SHA-256 of every module the measurements run
-(:data:`CODE_MODULES`), the SHA-256 of each checkpoint and of the excerpt, the settings and
-the library versions. :func:`is_stale` says when it no longer describes them, and
-``tests/book/test_evaluations.py`` fails then; it also recomputes a sample of the committed
-curves and compares them within a tolerance (the numbers, not one machine's rounding).
-
-Command line: ``python -m posenc_core.book.studies.evaluations`` (writes :data:`RESULTS_FILE`).
-
-Book layer: imports the core, torch, numpy, safetensors (through the checkpoint loader) and the
-standard library. Notation for tensor shapes: S = seeds, P = positions of a window.
+The bugs of chapters 8 and 8b (each against its correct counterpart), chapter 8b's base probe
+(the loss inside L with rope_theta set to each of many values at load) and chapter 9's p-RoPE
+ablations (frequency pairs left unrotated at inference): held-out losses per position over many
+windows, for every seed, too slow for a chapter cell. :func:`run_evaluations` computes them
+from the committed checkpoints and writes :data:`RESULTS_FILE` with the source keys of
+:data:`CODE_MODULES`, the SHA-256 of each checkpoint and of the excerpt, and the settings;
+:func:`is_stale` says when it no longer describes them. ``tests/book/test_evaluations.py``
+recomputes a sample of the curves. Command line: ``python -m posenc_core.book.studies.evaluations``.
+Shapes: S = seeds, P = positions of a window.
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
 """Held-out loss by position: the windows every measurement of the byte models cuts from the
-text, and the mean loss at each position of them.
-
-:func:`~posenc_core.book.studies.lm_study.per_position_loss` (a trained
-:class:`~posenc_core.book.models.byte_lm.ByteLM`) and the instruments of chapters 8 and 9
-(any function from tokens to logits: a model with a bug, a model with pairs ablated) measure
-through :func:`position_loss`, so that their curves are comparable position by position.
-:func:`attention_by_distance` measures, on the same windows, how far back a model attends.
+text, the mean loss at each of their positions (:func:`position_loss`, shared by the study and
+the instruments so their curves compare position by position) and how far back a model attends
+(:func:`attention_by_distance`).
 """
 
 from __future__ import annotations

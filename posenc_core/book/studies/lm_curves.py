@@ -1,16 +1,10 @@
 """Reading the language-model study's curves: held-out loss by position, per seed.
 
-:func:`scheme_curves`, :func:`partial_curves`, :func:`base_curves`, :func:`xpos_sweep_curves`,
-:func:`method_curves` and :func:`finetune_curves` take the dict that
-:func:`~posenc_core.book.studies.lm_study.load_results` returns and give ``(S, P)`` arrays, one
-row per seed, of the loss at every position P of the study's ``8L`` windows. :func:`bucket_edges`
-and :func:`bucket_means` summarise a curve over stretches of positions, and
-:func:`first_loss_rise` says where it first rises a given fraction above its own in-range value
-(not to be confused with :func:`posenc_core.analysis.first_rise`, which reads a similarity
-curve). :func:`attention_by_distance` and :func:`attention_beyond` read where each run's attention
-went.
-
-Book layer: imports the core and numpy.
+Each ``*_curves`` function takes the dict of
+:func:`~posenc_core.book.studies.lm_study.load_results` and gives an ``(S, P)`` array, one row
+per seed, of the loss at every position of the study's 8L windows; :func:`bucket_means` and
+:func:`first_loss_rise` summarise a curve, :func:`attention_by_distance` and
+:func:`attention_beyond` read where each run's attention went.
 """
 
 from __future__ import annotations

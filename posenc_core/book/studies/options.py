@@ -1,10 +1,6 @@
-"""What the two studies' configurations share: a frozen dataclass of options that reads and
-writes itself as a dict (the ``config`` of a results file) and checks its lists and head widths.
-
-:class:`~posenc_core.book.studies.encoder_study.StudyConfig` and
-:class:`~posenc_core.book.studies.lm_study.LMStudyConfig` derive from :class:`Options`; each
-checks its own options in ``__post_init__`` with the helpers here, so a bad value gets the
-same message in both studies.
+"""What the two studies' configurations share: :class:`Options`, a frozen dataclass that reads
+and writes itself as a dict (a results file's ``config``), and the checks both use in
+``__post_init__``, so a bad value gets the same message in both studies.
 """
 
 from __future__ import annotations

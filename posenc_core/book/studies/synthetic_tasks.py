@@ -1,12 +1,8 @@
 """The encoder study's synthetic tasks: which input token each output position must give.
 
-Chapter 5's learned-versus-fixed study (:mod:`~posenc_core.book.studies.encoder_study`)
-trains on ``"first"`` and ``"lookback"``; ``"reverse"`` and ``"swap"`` are there for
-experiments in the encoder only (their answer lies in the future, which a causal decoder cannot
-see). :func:`reversal_cap` computes the accuracy an encoder that is equivariant under reversal
-(symmetric ALiBi, no other positions) cannot exceed.
-
-Book layer: imports the core, torch and numpy.
+Chapter 5's study trains on ``"first"`` and ``"lookback"``; ``"reverse"`` and ``"swap"`` are
+for the encoder only (their answer lies in the future). :func:`reversal_cap` bounds the accuracy
+of an encoder equivariant under reversal (symmetric ALiBi, no other positions).
 """
 
 from __future__ import annotations
@@ -86,21 +82,15 @@ def reversal_cap(task: str, length: int, vocab: int, k: int = 3) -> np.ndarray:
     """The most a reversal-equivariant model can score, position by position, on average with
     the mirror position.
 
-    An encoder whose only positional signal is symmetric ALiBi (bias ``-m|i-j|``, the same for
-    i - j = +t and -t) gives, at position i of the sequence x, exactly what it gives at position
-    n - 1 - i of the reversed sequence. Random tokens are as likely reversed as not, so the same
-    prediction must serve two targets: t(x, i) and the target at n - 1 - i of reversed x. One
-    prediction hits both only when they agree, which has probability q_i (1 if both are NONE or
-    the same input position, 1/V for two different random tokens, 0 for a token against NONE).
-    Hence ``acc(i) + acc(n - 1 - i) <= 1 + q_i``; the returned ``(1 + q_i) / 2`` bounds the
-    mean accuracy over any set of positions closed under the mirror (for example the whole
-    sequence). For ``first`` and ``lookback`` at n >> k it is about (1 + 1/V) / 2.
+    With only symmetric ALiBi (``-m|i-j|``) an encoder gives at position i of x exactly what it
+    gives at n - 1 - i of reversed x, and one prediction must serve both targets; it hits both
+    with probability q_i (1 for the same input position or both NONE, 1/V for two random tokens,
+    0 for a token against NONE). So ``acc(i) + acc(n - 1 - i) <= 1 + q_i``, and the returned
+    ``(1 + q_i) / 2`` bounds the mean accuracy over any mirror-closed set of positions (about
+    (1 + 1/V) / 2 for ``first`` and ``lookback`` at n >> k).
 
     Args:
-        task: one of :data:`TASKS`.
-        length: sequence length n.
-        vocab: tokens V.
-        k: look-back distance.
+        task: one of :data:`TASKS`; length: sequence length n; vocab: tokens V; k: look-back.
 
     Returns:
         float64 array ``(n,)``.

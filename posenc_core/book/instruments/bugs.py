@@ -1,40 +1,16 @@
-"""Positional-encoding bugs that ship, reproduced on the book's trained models (chapter 8).
+"""Positional-encoding bugs that ship, reproduced on the book's trained models (chapters 8, 8b).
 
-The instruments:
-
-* the model's own forward pass, :meth:`ByteLM.forward
-  <posenc_core.book.models.byte_lm.ByteLM.forward>`,
-  whose options expose every positional input: the positions (per row), an extra additive
-  attention bias (padding or document masks), the rotation applied to queries and keys
-  (:data:`~posenc_core.book.models.byte_lm.Rotate`), a factor on the scores, and the whole
-  attention of a layer (:data:`~posenc_core.book.models.byte_lm.Attend`). The bugs below are
-  expressed through it; nothing here re-implements the model.
-* :func:`cached_forward`: teacher-forced decoding with a KV cache, one token at a time after a
-  prefill, with the decoding step (rotate the new token, append to the cache) replaceable by
-  :data:`Step` functions such as :func:`correct_step`. Without a bug it equals the full forward
-  pass to float rounding.
-* :func:`~posenc_core.book.studies.heldout.position_loss`: held-out loss at every position
-  of windows of the committed excerpt, for any function from tokens to logits (the studies'
-  own measurement).
-
-The bugs of caches that evict, chunked prefill, speculative decoding, LongRoPE's switch and the
-wrong ``rope_theta`` (chapter 8b) run through :mod:`posenc_core.book.instruments.caches` and the
-same forward pass; :data:`PARTS` says which page reports each bug.
-
-Each bug of :data:`BUGS` is a :class:`Bug`: the broken computation and its correct
-counterpart, both functions ``(model, tokens) -> logits`` for the same input (for left padding
-and packing the counterpart is the same batch handled correctly, not the plain model), the
-public reports that describe it, and which trained model it runs on. :func:`bug_curves` measures
-both on every seed. The broken code lives here, in the book layer, so chapter 8 can run it; the
-core never carries these bugs (``tests/book/test_bugs.py`` checks each one differs from,
-or, where the chapter says RoPE hides it, agrees with, the correct path).
-
-The converters and loaders of chapter 8's exercises (:func:`interleaved_checkpoint`, the
-broken versions the reader fixes) are here too; their checkers are in
-:mod:`posenc_core.book.exercises`.
-
-Book layer: imports the core, torch and numpy. Shapes: b = batch, s = sequence, h = heads,
-d = d_model, d_h = head_dim, r = rotary width, V = 256.
+Each bug of :data:`BUGS` is a :class:`Bug`: the broken computation and its correct counterpart,
+both ``(model, tokens) -> logits`` on the same input, expressed through the options of
+:meth:`ByteLM.forward <posenc_core.book.models.byte_lm.ByteLM.forward>` (nothing here
+re-implements the model), with the public reports that describe it; :func:`bug_curves`
+measures both on every seed and :data:`PARTS` says which page reports it.
+:func:`cached_forward` decodes with a KV cache one token at a time, its step replaceable by a
+:data:`Step`. The core never carries these bugs; ``tests/book/test_bugs.py`` checks each
+differs from (or, where RoPE hides it, agrees with) the correct path. Chapter 8's exercise
+converters and loaders are here too, their checkers in :mod:`posenc_core.book.exercises`.
+Shapes: b = batch, s = sequence, h = heads, d = d_model, d_h = head_dim, r = rotary width,
+V = 256.
 """
 
 from __future__ import annotations
@@ -281,17 +257,14 @@ def bf16_angle_tables(
 
 
 class StickyDynamicNTK:
-    """Dynamic NTK scaling with the cache rule that transformers issue 25306 reports: the
-    frequencies of the longest call so far are kept for every later call that is not shorter
-    than L0 (Hugging Face's ``dynamic_rope_update`` still resets only below L0).
-
-    Use :meth:`rotate` as the ``rotate`` of
-    :meth:`ByteLM.forward <posenc_core.book.models.byte_lm.ByteLM.forward>`; :meth:`fresh` forgets
-    the history.
+    """Dynamic NTK scaling with the cache rule of transformers issue 25306: the frequencies of the
+    longest call so far are kept for every later call not shorter than L0 (Hugging Face's
+    ``dynamic_rope_update`` resets only below L0). :meth:`rotate` is a ``rotate`` for
+    :meth:`ByteLM.forward <posenc_core.book.models.byte_lm.ByteLM.forward>`; :meth:`fresh` forgets.
 
     Args:
         head_dim: d_h (the whole head rotates), a positive even integer.
-        factor: dynamic NTK's factor s, a finite number >= 1 (as the core's ``RopeScaling``).
+        factor: dynamic NTK's factor s, a finite number >= 1.
         original_max_position_embeddings: L0, a positive integer.
         base: rope_theta, a finite number > 1.
 

@@ -1,35 +1,13 @@
-"""Positions in a KV cache that evicts keys: sliding windows and attention sinks.
+"""Positions in a KV cache that evicts keys (sliding windows, attention sinks), chunked
+prefill and speculative decoding's rejected drafts, for chapter 8b.
 
-A decoder that keeps at most ``size`` keys per layer, the first ``sinks`` tokens of the text and
-the ``size - sinks`` most recent ones, must decide which position each cached key and the new
-query carry. Two rules are in use (:data:`RULES`):
-
-* ``"text"``: every key keeps the rotation of its position in the text and the query is rotated
-  at its own position (a plain sliding window, as in Mistral's cache). Offsets are the true ones,
-  so the recent keys sit at offsets below ``size``, but a sink token's offset grows with the
-  text, past anything training produced.
-* ``"cache"``: positions within the cache (StreamingLLM, Xiao et al. 2024; mit-han-lab/
-  streaming-llm#53, and Hugging Face's ``SinkCache``, huggingface/transformers#31581): the key
-  in slot c is at position c and the query takes the last slot, so every offset, the sinks'
-  included, stays below ``size``. For the recent keys the offsets equal the text's (the slots
-  are contiguous); only the sinks' change.
-* ``"inserted"``: the ``"cache"`` rule without re-rotation, the mistake that rule invites: each
-  key is rotated once, at the slot it is written to, and kept so. Once the cache is full every new
-  key is written to the last slot and the query sits there too, so all keys written since then
-  meet the query at offset 0: the cache no longer knows their order. StreamingLLM caches keys
-  before rotation and rotates them at every step for this reason (mit-han-lab/streaming-llm#53);
-  Hugging Face's ``SinkCache`` re-rotated the kept keys by one position at every eviction
-  (huggingface/transformers#31581 and PR 31537).
-
-:func:`window_forward` computes the logits of teacher-forced decoding under either rule in one
-pass: each query attends to exactly the keys the cache would hold when it is decoded, rotated as
-the rule says. :func:`rolling_decode` does the same the slow way, one token at a time through an
-explicit cache that evicts (it stores keys before rotation, as StreamingLLM's implementation
-does, and rotates the whole cache again at every step); the tests check that the two agree, and
-that with ``size`` at least the text's length both equal the model's own pass.
-
-Book layer: imports the core, torch and the book's byte model. Shapes: b = batch, h = heads,
-s = sequence, d_h = head width, V = 256.
+A cache holding the first ``sinks`` tokens and the ``size - sinks`` most recent ones must say
+which position each cached key and the new query carry (:data:`RULES`). :func:`window_forward`
+computes teacher-forced decoding under a rule in one pass; :func:`rolling_decode` does it one
+token at a time through an explicit cache that stores keys before rotation and re-rotates them
+every step (as StreamingLLM does). The tests check that the two agree, and that with ``size``
+at least the text's length both equal the model's own pass.
+Shapes: b = batch, h = heads, s = sequence, d_h = head width, V = 256.
 """
 
 from __future__ import annotations
@@ -50,9 +28,16 @@ __all__ = [
 ]
 
 RULES = ("text", "cache", "inserted")
-"""How a cache that evicts positions its keys, ``"text"`` (positions in the text), ``"cache"``
-(positions within the cache, StreamingLLM's rule) or ``"inserted"`` (the slot each key was
-written to, never re-rotated, the bug)."""
+"""How a cache that evicts positions its keys.
+
+``"text"``: each key keeps its position in the text and the query its own (Mistral's sliding
+window); recent keys sit at offsets below ``size``, but a sink's offset grows past training.
+``"cache"``: the key in slot c is at position c and the query takes the last slot, so every
+offset stays below ``size`` (StreamingLLM, Xiao et al. 2024, mit-han-lab/streaming-llm#53;
+Hugging Face's ``SinkCache``, huggingface/transformers#31581). ``"inserted"``: the bug, each key
+rotated once at the slot it is written to and never re-rotated; once the cache is full every
+key written since meets the query at offset 0 (fixed by re-rotating at each eviction,
+huggingface/transformers PR 31537)."""
 
 
 def _check_tokens(tokens: object) -> torch.Tensor:
@@ -183,22 +168,19 @@ def chunked_prefill(
 ) -> torch.Tensor:
     """Logits of a prompt prefilled in chunks of ``chunk`` tokens through a KV cache.
 
-    Each chunk attends to the cached keys of the chunks before it and causally to itself, and
-    its keys are cached rotated. Done right its queries and keys are rotated at their positions
-    in the text (the chunk's offset plus 0 .. chunk - 1), and the result is the model's own
-    pass. With ``restart`` the offset is forgotten and every chunk is rotated at 0 .. chunk - 1,
-    the family of huggingface/transformers#43082 and vllm-project/vllm PR 10388.
+    Each chunk attends to the cached keys before it and causally to itself. Done right it is
+    rotated at its positions in the text and the result is the model's own pass; with
+    ``restart`` every chunk is rotated at 0 .. chunk - 1 (huggingface/transformers#43082,
+    vllm-project/vllm PR 10388).
 
     Args:
         model: a RoPE :class:`~posenc_core.book.models.byte_lm.ByteLM`.
-        tokens: int64 ``(b, s)``.
-        chunk: tokens per chunk (>= 1).
+        tokens: int64 ``(b, s)``; chunk: tokens per chunk (>= 1).
         restart: rotate each chunk from position 0 (the bug).
 
     Returns:
         logits ``(b, s, 256)``; with ``restart`` equal to
-        ``model(tokens, positions=torch.arange(s) % chunk)``, the one-pass emulation the tests
-        check it against.
+        ``model(tokens, positions=torch.arange(s) % chunk)``, as the tests check.
     """
     chunk = check.positive_int("chunk", chunk)
     model, tokens, chunk, _ = _check(model, tokens, chunk, 0, "text")
@@ -223,25 +205,19 @@ def with_rejected_drafts(
     tokens: torch.Tensor, *, accepted: int, rejected: int
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The text as a speculative decoder's untrimmed cache holds it: after every ``accepted``
-    tokens of the text, ``rejected`` draft tokens that verification refused stay in the cache.
-
-    The drafts are the text's own bytes from further on (those after the next one: a draft that
-    skipped a byte), so they look like text and are wrong. With ``rejected = 0`` the text comes
-    back unchanged.
+    tokens, ``rejected`` refused drafts stay (the text's own bytes from further on, so they look
+    like text and are wrong); ``rejected = 0`` gives the text back.
 
     Args:
-        tokens: int64 ``(b, s)``, at least one token (``s >= 1``).
-        accepted: tokens accepted per round, 1 .. s (``s``: one round, no drafts).
-        rejected: drafts refused per round and left in the cache (>= 0).
+        tokens: int64 ``(b, s)``, ``s >= 1``.
+        accepted: tokens accepted per round, 1 .. s; rejected: drafts left per round (>= 0).
 
     Returns:
-        ``(cached, real)``: int64 ``(b, s')``, the tokens in cache order, and int64 ``(s,)``,
-        the index in it of each token of the text (run a model on ``cached`` and keep
-        ``logits[:, real]``).
+        ``(cached, real)``: int64 ``(b, s')``, the tokens in cache order, and int64 ``(s,)``, the
+        index in it of each token of the text (keep ``model(cached)[:, real]``).
 
     Raises:
-        TypeError, ValueError: an argument outside the above; the message names it, the
-            value and what is allowed.
+        TypeError, ValueError: naming the argument, the value and what is allowed.
     """
     _check_tokens(tokens)
     s = tokens.shape[1]

@@ -1,26 +1,13 @@
 """What a trained RoPE model does with its frequencies (chapter 9).
 
 Barbero et al. (ICLR 2025, "Round and Round We Go! What makes Rotary Positional Encodings
-useful?") report that Gemma 7B puts most of its query/key norm in the lowest frequencies, which
-act as nearly position-free "semantic" channels, and builds its positional heads (attending to a
-fixed offset, such as the previous token) from the highest ones. This module measures the same
-quantities on the book's :class:`~posenc_core.book.models.byte_lm.ByteLM` RoPE models, and runs the
-ablation that tests the claim:
-
-* :func:`captured_attention`: every layer's queries and keys before and after rotation, and the
-  attention weights, for a batch of held-out windows (through
-  :meth:`ByteLM.forward <posenc_core.book.models.byte_lm.ByteLM.forward>`, so nothing is
-  re-implemented).
-* :func:`pair_norms`: the mean norm of each frequency pair of the queries and keys, per layer and
-  head (pair i holds dims i and i + d_h/2, frequency theta_i = base**(-2i/d_h), fastest first).
-* :func:`offset_profile` and :func:`positional_share`: the mean attention weight at each offset,
-  and the share of the variance of the weights that the offset alone explains (1: the head
-  attends by position only; 0: the offset tells nothing).
-* :func:`without_pairs`: a rotation that leaves chosen pairs unrotated (theta = 0), as p-RoPE
-  (Barbero et al.) does for the lowest frequencies, for the ablation.
-
-Book layer: imports the core, :mod:`posenc_core.book.instruments.bugs`, torch and numpy. Shapes:
-b = windows, h = heads, s = positions, d_h = head width, n = d_h / 2 pairs, l = layers.
+useful?") report that Gemma 7B puts most query/key norm in the lowest frequencies, nearly
+position-free "semantic" channels, and builds positional heads from the highest ones. This
+module measures the same on the book's RoPE :class:`~posenc_core.book.models.byte_lm.ByteLM`:
+the norm of each frequency pair (pair i holds dims i and i + d_h/2, fastest first), the
+attention by offset and the share of it the offset explains, and the p-RoPE ablation
+(:func:`without_pairs`: chosen pairs left unrotated).
+Shapes: b = windows, h = heads, s = positions, d_h = head width, n = d_h / 2 pairs, l = layers.
 """
 
 from __future__ import annotations

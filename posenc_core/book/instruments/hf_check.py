@@ -1,20 +1,11 @@
 """Run a Hugging Face model as shipped and with posenc_core doing its rotation.
 
-Chapter 6 compares the logits of a tiny random ``transformers`` model (GPT-NeoX, Phi-3, ...)
-with the logits of the same model after its rotation has been replaced by
-:meth:`~posenc_core.rope.RotaryEmbedding.from_config`. This module holds the plumbing (a
-forward hook and a temporary replacement of the modeling module's ``apply_rotary_pos_emb``)
-so that the chapter shows only the lesson. The same patching is done with pytest's
-``monkeypatch`` in ``tests/core/test_rope_models.py``.
-
-Chapter 8b decodes with a tiny Qwen2-VL text model through its KV cache and compares each decoded
-token with one full pass (:func:`mrope_decode_gap`), to show what wrong M-RoPE position ids do
-after an image.
-
-Duck typed: it never imports transformers; the caller passes the model, its modeling module or
-its cache class.
-
-Notation for tensor shapes: b = batch, s = sequence, V = vocabulary size.
+Chapter 6 compares a tiny random ``transformers`` model's logits with those after its rotation
+is replaced by :meth:`~posenc_core.rope.RotaryEmbedding.from_config`
+(:func:`max_logit_difference`); chapter 8b decodes a tiny Qwen2-VL text model through its KV
+cache to show what wrong M-RoPE position ids do after an image (:func:`mrope_decode_gap`).
+Duck typed: the caller passes the model, its modeling module or its cache class; transformers
+is never imported here. Shapes: b = batch, s = sequence, V = vocabulary size.
 """
 
 from __future__ import annotations
@@ -39,31 +30,20 @@ def max_logit_difference(
 ) -> float:
     """Largest absolute logit difference between a model as shipped and with posenc_core's rotation.
 
-    The model runs once as it is. Then, for a second run, ``modeling.apply_rotary_pos_emb(q,
-    k, cos, sin)`` (the module-level function through which Llama, Qwen2, GPT-NeoX and Phi-3
-    rotate whole heads, partial rotary included) is replaced by ``rope(q, k,
-    positions=position_ids)``, with the position_ids that reach the model's rotary embedding
-    module (``model.base_model.rotary_emb``), read by a forward pre-hook. The original function
-    and the hook are restored afterwards, also when the run fails. Checked in
-    ``tests/book/test_hf_check.py`` (agreement for GPT-NeoX and Phi-3, and a large difference
-    when a wrong rotation is passed).
+    For the second run ``modeling.apply_rotary_pos_emb`` (through which Llama, Qwen2, GPT-NeoX and
+    Phi-3 rotate) is replaced by ``rope(q, k, positions=position_ids)``, with the ids that reach
+    ``model.base_model.rotary_emb`` (read by a forward pre-hook); both are restored afterwards,
+    also on failure. Checked in ``tests/book/test_hf_check.py``.
 
     Args:
-        model: a ``transformers`` causal LM in eval mode whose attention calls
-            ``modeling.apply_rotary_pos_emb`` (GPT-J and Phi slice the rotary dims first and
-            need the hooks of ``tests/core/test_rope_models.py`` instead).
-        modeling: the model's modeling module, e.g.
-            ``transformers.models.gpt_neox.modeling_gpt_neox``.
-        input_ids: ``(b, s)`` token ids.
-        attention_mask: ``(b, s)``, 1 for real tokens, 0 for padding.
-        position_ids: ``(b, s)`` positions, e.g. from
-            :func:`~posenc_core.positions.positions_from_attention_mask`.
-        rope: the rotation to put in; None:
-            ``RotaryEmbedding.from_config(model.config)``.
+        model: a ``transformers`` causal LM in eval mode that calls
+            ``modeling.apply_rotary_pos_emb`` (not GPT-J or Phi, which slice the rotary dims first).
+        modeling: its modeling module, e.g. ``transformers.models.gpt_neox.modeling_gpt_neox``.
+        input_ids, attention_mask, position_ids: ``(b, s)`` each (mask 1 for real tokens).
+        rope: the rotation to put in; None: ``RotaryEmbedding.from_config(model.config)``.
 
     Returns:
-        the largest absolute difference between the logits as shipped and with posenc_core's
-        rotation, a float.
+        the largest absolute logit difference, a float.
 
     Raises:
         TypeError: ``model`` lacks ``config`` or ``base_model.rotary_emb``, ``modeling`` lacks
@@ -121,25 +101,21 @@ def mrope_decode_gap(
 ) -> torch.Tensor:
     """Per decoded token, the largest difference between cached decoding and one full pass.
 
-    The full pass runs ``input_ids`` with the correct ``position_ids``. The cached run prefills
-    the first ``prompt`` tokens with their correct ids, then feeds each later token alone with
-    the ids ``decode_positions(cache_length)`` returns (None lets the model choose, which for
-    Hugging Face's text models is the cache's length on every axis). Both compare the last
-    hidden state (the text model has no head).
+    The full pass uses the correct ``position_ids``; the cached run prefills ``prompt`` tokens with
+    them, then feeds each later token alone with ``decode_positions(cache_length)`` (None lets the
+    model choose: the cache's length on every axis). Both compare the last hidden state.
 
     Args:
         model: a ``transformers`` text model taking ``input_ids``, ``position_ids`` (3, b, s),
             ``past_key_values`` and ``use_cache``, e.g. ``Qwen2VLTextModel``, in eval mode.
         new_cache: called with no argument for an empty cache, e.g.
             ``lambda: DynamicCache(config=model.config)``.
-        input_ids: int64 ``(b, s)``.
-        position_ids: int64 ``(3, b, s)``, the correct ids of every token.
+        input_ids: int64 ``(b, s)``; position_ids: int64 ``(3, b, s)``, the correct ids.
         prompt: tokens in the prefill, 1 <= prompt < s.
         decode_positions: ``cache_length -> (3, b, 1) ids or None``, the rule under test.
 
     Returns:
-        float ``(s - prompt,)``: the largest absolute difference of the hidden state at each
-        decoded token.
+        float ``(s - prompt,)``: the largest absolute hidden-state difference per decoded token.
     """
     if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2:
         raise TypeError(f"input_ids must be a (b, s) tensor, got {type(input_ids).__name__}")

@@ -1,41 +1,17 @@
 """Shipped bugs of per-layer positional mechanisms, each beside its correct counterpart.
 
-Models whose decoder layers differ (sliding and full attention with their own RoPE, NoPE
-layers between rotating ones, partial or proportional rotation on some layers only, learned
-sinks, a softmax scale that positional scaling changes) give every implementation one more
-way to be wrong: the right rotation on the wrong layers. Each :class:`LayerBug` of
-:data:`LAYER_BUGS` is one such bug that shipped in an inference engine, a converter or
-Hugging Face itself, cited by its public reports (``owner/repo#number``), as two functions of
-the model's configuration with the same signature:
-
-* ``broken(config)``: the computation as the buggy code did it (it reads the config the way
-  that code read it);
-* ``correct(config)``: the same quantity from posenc_core's API
-  (:func:`~posenc_core.rope.layer_plan`, :meth:`RotaryEmbedding.from_config(config, layer=i)
-  <posenc_core.rope.RotaryEmbedding.from_config>`, :func:`~posenc_core.attention.attention`).
-
-``config`` is a ``transformers`` text config (``PretrainedConfig``). What the two functions
-return depends on the bug's ``kind``:
-
-* ``"rotations"``: a tuple with one entry per decoder layer, the
-  :class:`~posenc_core.rope.RotaryEmbedding` that layer applies to its queries and keys, or
-  None for a layer that does not rotate;
-* ``"softmax_scale"``: the factor positional scaling puts on the usual 1 / sqrt(d_h) score
-  scale (a float);
-* ``"attention"``: a tuple with one entry per decoder layer, a function
-  ``attend(q, k, v, bias, sinks) -> out`` (q, k, v ``(b, h, s, d_h)`` after the rotation, bias
-  the additive mask ``(b, 1, s, s)``, sinks the layer's learned per-head sink logits ``(h,)``,
-  out ``(b, h, s, d_h)``).
-
-The independent reference is Hugging Face's own model class run as shipped:
-``tests/book/test_layer_bugs.py`` runs a tiny random model of the architecture named by
-``model``, once as shipped and once with each function's result put in its place (the rotation
-each layer applies, the score scale, the attention), and checks that the correct function
-reproduces the shipped logits and the broken one does not (for Gemma 4, whose layers share
-keys across layers, it compares the rotation with Hugging Face's own rotary embedding and
-``apply_rotary_pos_emb`` instead).
-
-Book layer: imports the core and torch; the core never imports it, and no study lists it.
+Models whose layers differ (sliding and full attention with their own RoPE, NoPE layers,
+partial rotation on some layers, learned sinks, a scaled softmax) can apply the right rotation
+on the wrong layers. Each :class:`LayerBug` of :data:`LAYER_BUGS` is one that shipped, cited by
+its reports, as ``broken(config)`` (the config read as the buggy code read it) and
+``correct(config)`` (from :func:`~posenc_core.rope.layer_plan` and
+:meth:`~posenc_core.rope.RotaryEmbedding.from_config`), ``config`` a ``transformers`` text
+config. By the bug's ``kind`` both return ``"rotations"``: one
+:class:`~posenc_core.rope.RotaryEmbedding` or None per decoder layer; ``"softmax_scale"``: the
+factor on 1 / sqrt(d_h); ``"attention"``: one ``attend(q, k, v, bias, sinks) -> out`` per layer
+(q, k, v, out ``(b, h, s, d_h)``, bias ``(b, 1, s, s)``, sinks ``(h,)``).
+``tests/book/test_layer_bugs.py`` runs a tiny random Hugging Face model of ``model`` as shipped
+and with each result in place: the correct one reproduces the logits, the broken one does not.
 """
 
 from __future__ import annotations

@@ -1,47 +1,12 @@
 """A small pre-LN causal byte-level language model whose positional scheme is an argument.
 
-``ByteLM`` is a GPT-2-shaped decoder (Radford et al. 2019; nanoGPT's layout): a byte embedding
-(vocabulary 256), ``n_layers`` pre-LN blocks ``x + attn(LN(x))``, ``x + MLP(LN(x))`` with a 4x
-GELU MLP, a final LayerNorm and an output head **tied** to the byte embedding (GPT-2 ties them; it
-saves 256 x d parameters). Every weight is initialised as GPT-2 / nanoGPT do: linear layers and
-embeddings N(0, 0.02), biases 0, and the output projections of attention and MLP N(0, 0.02 /
-sqrt(2 n_layers)). Attention is :func:`posenc_core.attention.attention` with ``causal=True``.
-
-The positional scheme, one entry of :data:`SCHEMES` (one small builder each, no ``elif`` chain):
-
-* ``"none"`` (NoPE): nothing; the causal mask alone lets a decoder infer position (Haviv et al.
-  2022, Kazemnejad et al. 2023).
-* ``"sinusoidal"``: Vaswani et al.'s table added to the byte embeddings
-  (:class:`~posenc_core.sinusoidal.SinusoidalPositionalEncoding`). As in their model (Sec. 3.4)
-  and fairseq, the byte embeddings are then drawn N(0, 1/d) and multiplied by sqrt(d) at the
-  input, so tokens and the table (entries of size 1) start on one scale; with GPT-2's 0.02 the
-  table outweighs the tokens fifty to one and training stalls (measured: loss 3.26 against 2.31
-  without positions after 150 steps). The tied head uses the unscaled embedding.
-* ``"sinusoidal-matched"``: the same table with the byte embeddings of every other scheme
-  (GPT-2's N(0, 0.02), used as they are) and the table multiplied by
-  :data:`MATCHED_TABLE_SCALE`, so that its entries start with the root-mean-square 0.02 of the
-  learned table's: the control that separates the fixed table from Vaswani et al.'s embedding
-  recipe.
-* ``"learned"``: a trained table added to the embeddings
-  (:class:`~posenc_core.learned.LearnedPositionalEmbedding`), initialised N(0, 0.02) as GPT-2
-  and BERT do. It has ``max_len`` rows (the study: 8L, the longest evaluation), but training at
-  length L only ever updates rows 0 .. L-1; rows L .. 8L-1 keep their random initialisation, so
-  what the model does there is what an untrained row gives (reported, not hidden).
-* ``"rope"``: :class:`~posenc_core.rope.RotaryEmbedding` on queries and keys in every layer;
-  its scaling can be switched at inference with :meth:`ByteLM.set_rope_scaling` (the weights
-  stay as trained); ``rotary_dim`` rotates only the first dims of each head (partial rotary).
-* ``"xpos"``: :class:`~posenc_core.rope.xpos.XPosEmbedding` on queries and keys in every layer: RoPE
-  whose scores also decay as zeta_i ** ((n - m) / B) per pair (Sun et al. 2022), with
-  ``xpos_scale_base`` B (the study: L/2, the paper's ratio of 512 to its training length 1024),
-  centred on each call's positions.
-* ``"alibi"``: the causal ALiBi bias ``-m_h (i - j)`` with the slopes of Press et al. 2022
-  (:func:`~posenc_core.alibi.alibi_bias`), in every layer.
-* ``"t5"``: T5's causal bucketed relative bias (:class:`~posenc_core.t5_bias.T5RelativePositionBias`
-  with ``bidirectional=False``), one table computed once and shared by every layer, as T5 does;
-  initialised N(0, d_model ** -0.5) as Hugging Face's T5.
-
-Book layer: imports the core and torch. Notation for tensor shapes: b = batch, s = sequence,
-d = d_model, h = heads, d_h = head_dim, V = 256 (bytes).
+:class:`ByteLM` is a GPT-2-shaped decoder (Radford et al. 2019; nanoGPT's layout): a byte
+embedding (vocabulary 256), pre-LN blocks ``x + attn(LN(x))``, ``x + MLP(LN(x))`` with a 4x GELU
+MLP, a final LayerNorm and an output head tied to the byte embedding. Weights are initialised as
+GPT-2: linear layers and embeddings N(0, 0.02), biases 0, the output projections of attention
+and MLP N(0, 0.02 / sqrt(2 n_layers)). Attention is :func:`posenc_core.attention.attention`,
+causal; the schemes are the entries of :data:`SCHEMES`.
+Shapes: b = batch, s = sequence, d = d_model, h = heads, d_h = head_dim, V = 256.
 """
 
 from __future__ import annotations
@@ -260,33 +225,40 @@ SCHEMES: dict[str, _Scheme] = {
         bias=lambda m: _T5Bias(m.n_heads, m.t5_num_buckets, m.t5_max_distance, m.d_model)
     ),
 }
-"""The positional schemes of :class:`ByteLM` (see the module docstring)."""
+"""The positional schemes of :class:`ByteLM`, one small builder each.
+
+``"none"`` (NoPE): the causal mask alone (Haviv et al. 2022). ``"sinusoidal"``: Vaswani et
+al.'s table added to byte embeddings drawn N(0, 1/d) and multiplied by sqrt(d) at the input
+(their Sec. 3.4), so tokens and table start on one scale (with 0.02 training stalls); the tied
+head uses the unscaled embedding. ``"sinusoidal-matched"``: the control, GPT-2's embeddings and
+the table times :data:`MATCHED_TABLE_SCALE`. ``"learned"``: a table of ``max_len`` rows, N(0,
+0.02); rows never reached in training keep their initialisation. ``"rope"``: RoPE on queries
+and keys in every layer, scaling switchable at inference (:meth:`ByteLM.set_rope_scaling`),
+``rotary_dim`` for partial rotary. ``"xpos"``: RoPE whose scores also decay as
+zeta_i ** ((n - m) / B) (Sun et al. 2022), centred on each call's positions. ``"alibi"``: the
+causal bias ``-m_h (i - j)`` of Press et al. 2022. ``"t5"``: T5's causal bucketed bias, one
+table shared by every layer, initialised N(0, d_model ** -0.5) as Hugging Face's T5."""
 
 
 class ByteLM(nn.Module):
-    """A small pre-LN causal decoder over bytes (see the module docstring for the schemes).
+    """A small pre-LN causal decoder over bytes (the schemes: :data:`SCHEMES`).
 
     Args:
         scheme: one of :data:`SCHEMES`.
-        d_model: width d (divisible by ``n_heads`` into even head widths).
-        n_layers: blocks.
-        n_heads: attention heads (d_h = d_model / n_heads).
-        max_len: rows of the learned table (``"learned"``; longer inputs raise posenc_core's
-            ``ValueError``) and of the precomputed sinusoidal table (longer ones come from the
-            formula); the study uses 8L.
+        d_model, n_layers, n_heads: width d (split into even head widths d_h), blocks, heads.
+        max_len: rows of the learned table (longer inputs raise posenc_core's ``ValueError``) and
+            of the precomputed sinusoidal table (longer ones come from the formula).
         base: frequency base of the sinusoidal table and of RoPE.
         rope_scaling: initial RoPE scaling (None, a :class:`~posenc_core.rope.RopeScaling` or a
-            Hugging Face-style dict); only with ``scheme="rope"``.
-        t5_num_buckets, t5_max_distance: T5's causal buckets (``"t5"`` only; the study: 32 and
-            L, see :class:`~posenc_core.book.studies.lm_study.LMStudyConfig`).
+            Hugging Face-style dict); ``"rope"`` only.
+        t5_num_buckets, t5_max_distance: T5's causal buckets (``"t5"`` only).
         xpos_scale_base: xPos's B (``"xpos"`` only).
-        rotary_dim: RoPE rotates only the first ``rotary_dim`` dims of each head, with
-            frequencies over that width (partial rotary, as GPT-NeoX and Pythia); None: the whole
-            head. ``"rope"`` only.
+        rotary_dim: rotate only the first ``rotary_dim`` dims of each head, with frequencies over
+            that width (partial rotary, as GPT-NeoX); None: the whole head. ``"rope"`` only.
 
     Raises:
-        ValueError, TypeError: an unknown scheme, a size out of range, or ``rope_scaling`` with
-            a scheme other than ``"rope"``, or ``rotary_dim`` with a scheme other than ``"rope"``.
+        ValueError, TypeError: an unknown scheme, a size out of range, or ``rope_scaling`` or
+            ``rotary_dim`` with a scheme other than ``"rope"``.
     """
 
     def __init__(

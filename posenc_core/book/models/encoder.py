@@ -1,12 +1,8 @@
 """The encoder study's model: a small pre-LN Transformer whose positional scheme is an argument.
 
-:class:`TinyTransformer` predicts a class at every position; chapter 5's learned-versus-fixed
-study (:mod:`~posenc_core.book.studies.encoder_study`) trains it as an encoder (bidirectional,
-as BERT) and as a decoder (causal, as GPT) with each scheme of :data:`SCHEMES`, built from
-posenc_core's modules. Initialisation follows the models that use each scheme (see
-:class:`TinyTransformer`).
-
-Book layer: imports the core and torch.
+:class:`TinyTransformer` predicts a class at every position; chapter 5's study
+(:mod:`~posenc_core.book.studies.encoder_study`) trains it as an encoder (bidirectional, as
+BERT) and as a decoder (causal, as GPT) with each scheme of :data:`SCHEMES`.
 """
 
 from __future__ import annotations
@@ -58,31 +54,21 @@ class _Block(nn.Module):
 class TinyTransformer(nn.Module):
     """A small pre-LN Transformer that predicts a class at every position.
 
-    Initialised as GPT-2 (nanoGPT's ``_init_weights``): linear weights and the token embedding
-    N(0, 0.02), biases 0, the output projections of attention and MLP N(0, 0.02 / sqrt(2
-    n_layers)), LayerNorms 1 and 0. With the sinusoidal scheme the token embedding is instead
-    N(0, 1/d) and multiplied by sqrt(d) at the input (Vaswani et al. 2017, Sec. 3.4), so that
-    tokens and table start on one scale (with 0.02 the table's entries, of size 1, outweigh the
-    tokens fifty to one; :class:`~posenc_core.book.models.byte_lm.ByteLM` measured that this stalls
-    training).
+    Initialised as GPT-2 (nanoGPT's ``_init_weights``): linear weights and token embedding N(0,
+    0.02), biases 0, attention and MLP output projections N(0, 0.02 / sqrt(2 n_layers)). With the
+    sinusoidal scheme the token embedding is N(0, 1/d), times sqrt(d) at the input (Vaswani et al.
+    2017, Sec. 3.4), so tokens and table start on one scale.
 
     Args:
-        vocab: number of input tokens V; the output has V + 1 classes (the tokens and NONE).
-        d_model: width (even; divisible by ``n_heads``).
-        n_heads: attention heads.
-        n_layers: blocks.
-        scheme: one of :data:`SCHEMES`. ``"sinusoidal"`` and ``"learned"`` add a table to the
-            token embeddings (:class:`~posenc_core.sinusoidal.SinusoidalPositionalEncoding`,
-            :class:`~posenc_core.learned.LearnedPositionalEmbedding`); ``"rope"`` rotates queries
-            and keys in every layer (:class:`~posenc_core.rope.RotaryEmbedding`); ``"alibi"``
-            adds ALiBi biases in every layer (symmetric ``-m|i-j|`` when bidirectional,
-            ``-m(i-j)`` with the mask when ``causal``); ``"none"`` uses no position at all.
-        max_len: rows of the learned table (longer inputs raise posenc_core's ``ValueError``);
-            rows precomputed by the sinusoidal module (longer ones come from the formula).
-        base: frequency base of the sinusoidal table and of RoPE.
+        vocab: input tokens V; the output has V + 1 classes (the tokens and NONE).
+        d_model, n_heads, n_layers: width (even, divisible by ``n_heads``), heads, blocks.
+        scheme: one of :data:`SCHEMES`: a table added to the embeddings (``"sinusoidal"``,
+            ``"learned"``), RoPE in every layer, ALiBi in every layer (``-m|i-j|`` bidirectional,
+            ``-m(i-j)`` with the mask when ``causal``), or ``"none"``.
+        max_len: rows of the learned table (longer inputs raise ``ValueError``) and of the
+            precomputed sinusoidal table; base: sinusoidal and RoPE base.
         causal: use a causal mask (default False: every position sees the whole sequence).
-        learned_init_std: standard deviation of the learned table's initial rows (0.02, BERT's
-            and GPT-2's).
+        learned_init_std: standard deviation of the learned table's initial rows.
     """
 
     def __init__(
@@ -150,9 +136,7 @@ class TinyTransformer(nn.Module):
         Args:
             tokens: ``(b, s)`` integer tokens in 0 .. V-1.
             window: a positive int w: every layer attends only to keys with ``|i - j| < w``
-                (a banded mask, on top of the causal one when ``causal``), so that no query meets
-                an offset of w or more; None: no band. A model trained on lengths up to w never
-                saw a larger offset, so there the band changes nothing.
+                (on top of the causal mask when ``causal``); None: no band.
 
         Returns:
             ``(b, s, V + 1)`` logits.

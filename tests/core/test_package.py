@@ -1,55 +1,134 @@
 """Packaging promises: two layers, a light import, a small documented namespace, typed.
 
 The numerical core (``posenc_core/`` outside ``posenc_core/book``) imports only torch, numpy
-and the standard library; ``import posenc_core`` loads nothing of the book layer.
+and the standard library; ``import posenc_core`` loads nothing of the book layer. What a module
+exports is its ``__all__``, and the tests here hold every ``__all__`` of the core to one
+contract (each name exists, is public, listed once, has its own docstring and is on the API
+page) instead of restating the names.
 """
 
 import ast
+import dataclasses
+import importlib
 import inspect
 import json
 import pathlib
+import pkgutil
 import re
 import subprocess
 import sys
 
+import pytest
 import torch
 
 import posenc_core as pc
 
 PACKAGE = pathlib.Path(pc.__file__).parent
+API_PAGE = PACKAGE.parent / "api.md"
 
-PUBLIC = [
-    "SinusoidalPositionalEncoding",
-    "sinusoidal_frequencies",
-    "sinusoidal_encoding",
-    "sinusoidal_table",
-    "sinusoidal_wavelengths",
-    "rotation_matrix",
-    "shift_matrix",
-    "LearnedPositionalEmbedding",
-    "MultiHeadSelfAttention",
-    "attention",
-    "self_attention",
-    "alibi_bias",
-    "alibi_key_bias",
-    "alibi_slopes",
-    "RotaryEmbedding",
-    "RopeScaling",
-    "apply_rope",
-    "rope_cos_sin",
-    "rope_frequencies",
-    "rotate_pairs",
-    "permute_qk_weight",
-    "cosine_similarity_matrix",
-    "count_pairs",
-    "first_rise",
-    "largest_reversal",
-    "nearest_neighbour_margin",
-    "rope_decay_bound",
-    "rope_score_vs_distance",
-    "score_decomposition",
-    "sinusoidal_similarity",
-]
+
+def _core_modules() -> list:
+    """Every public module of the numerical core (no ``book``, no ``_private`` part)."""
+    names = [
+        info.name
+        for info in pkgutil.walk_packages(pc.__path__, "posenc_core.")
+        if not any(part.startswith("_") or part == "book" for part in info.name.split(".")[1:])
+    ]
+    return [pc] + [importlib.import_module(name) for name in sorted(names)]
+
+
+# The modules that say what they export: the top level and every core module with __all__.
+EXPORTERS = [m for m in _core_modules() if hasattr(m, "__all__")]
+EXPORTS = [(m.__name__, name) for m in EXPORTERS for name in m.__all__]
+
+
+def _attribute_docstring(module, name: str) -> str | None:
+    """The string statement right after ``name = ...`` at the top of ``module``'s own source
+    (what autodoc shows for a constant), or None."""
+    path = getattr(module, "__file__", None)
+    if path is None:
+        return None
+    body = ast.parse(pathlib.Path(path).read_text(encoding="utf-8")).body
+    for node, after in zip(body, body[1:]):
+        targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+        if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+            if isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant):
+                return after.value.value if isinstance(after.value.value, str) else None
+    return None
+
+
+def _own_docstring(obj, name: str) -> str | None:
+    """The docstring written for ``obj``: a class's or function's own (not the one
+    ``dataclass`` makes up from the fields), or for a constant its attribute docstring in the
+    core module that assigns it."""
+    if inspect.isclass(obj) or inspect.isroutine(obj):
+        doc = obj.__doc__
+        if doc and dataclasses.is_dataclass(obj) and doc.startswith(f"{obj.__name__}("):
+            return None  # dataclass's signature stand-in
+        return doc
+    for module in _core_modules():
+        if getattr(module, name, None) is obj and _attribute_docstring(module, name):
+            return _attribute_docstring(module, name)
+    return None
+
+
+def _api_directives(text: str) -> list[tuple[str, str, set[str]]]:
+    """(directive, target, options) for each ``.. auto*::`` of the API page."""
+    found = []
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        m = re.match(r"\s*\.\. (auto\w+):: ([\w.]+)", line)
+        if not m:
+            continue
+        options = set()
+        for following in lines[i + 1 :]:
+            opt = re.match(r"\s+(:[\w-]+:)", following)
+            if not opt:
+                break
+            options.add(opt.group(1))
+        found.append((m.group(1), m.group(2), options))
+    return found
+
+
+def _resolve(target: str):
+    """The object a dotted name on the API page stands for."""
+    module, _, attr = target.rpartition(".")
+    try:
+        return importlib.import_module(target)
+    except ModuleNotFoundError:
+        return getattr(importlib.import_module(module), attr)
+
+
+def _documented(text: str) -> list[tuple[str, object]]:
+    """(name, object) for everything autodoc documents from ``text``: an ``automodule`` with
+    ``:members:`` documents the names of the module's ``__all__`` (else the public names it
+    defines) that have their own docstring, a constant only where its attribute docstring is
+    in that module's own source; ``autoclass``/``autofunction``/``autodata`` document their
+    target."""
+    out = []
+    for directive, target, options in _api_directives(text):
+        if directive != "automodule":
+            out.append((target.rpartition(".")[2], _resolve(target)))
+            continue
+        if ":members:" not in options:
+            continue
+        module = importlib.import_module(target)
+        names = getattr(module, "__all__", None)
+        if names is None:
+            names = [
+                n
+                for n, obj in vars(module).items()
+                if not n.startswith("_")
+                and (getattr(obj, "__module__", None) == target or _attribute_docstring(module, n))
+            ]
+        for n in names:
+            obj = getattr(module, n)
+            routine = inspect.isclass(obj) or inspect.isroutine(obj)
+            doc = _own_docstring(obj, n) if routine else _attribute_docstring(module, n)
+            if doc:
+                out.append((n, obj))
+    return out
+
 
 # Never loaded by `import posenc_core` (figures, widgets, notebooks, checkpoint files, downloads).
 HEAVY = ("matplotlib", "ipywidgets", "IPython", "safetensors", "urllib.request")
@@ -89,12 +168,24 @@ def test_import_posenc_core_loads_only_the_core():
     assert [m for m in report["loaded"] if m != "urllib.request"] == [], report["loaded"]
 
 
-def test_the_namespace_is_the_thirty_names():
-    assert len(pc.__all__) <= 30
-    assert len(set(pc.__all__)) == len(pc.__all__), "a name is listed twice"
-    assert sorted(pc.__all__) == sorted(PUBLIC)
+@pytest.mark.parametrize("module", EXPORTERS, ids=lambda m: m.__name__)
+def test_every_exported_name_exists_is_public_and_listed_once(module):
+    names = module.__all__
+    assert names, f"{module.__name__}.__all__ is empty"
+    twice = sorted({n for n in names if names.count(n) > 1})
+    assert twice == [], f"{module.__name__}.__all__ lists {twice} twice"
+    private = [n for n in names if n.startswith("_")]
+    assert private == [], f"{module.__name__}.__all__ exports private names {private}"
+    missing = [n for n in names if not hasattr(module, n)]
+    assert missing == [], f"{module.__name__}.__all__ names {missing}, which do not exist"
+
+
+def test_the_top_level_binds_each_object_to_one_name_and_nothing_public_outside_all():
+    by_object: dict[int, list[str]] = {}
     for name in pc.__all__:
-        assert getattr(pc, name) is not None
+        by_object.setdefault(id(getattr(pc, name)), []).append(name)
+    aliases = [names for names in by_object.values() if len(names) > 1]
+    assert aliases == [], f"one object exported under several names: {aliases}"
     # nothing else public at the top level except the submodules and __version__
     stray = {
         name
@@ -102,7 +193,55 @@ def test_the_namespace_is_the_thirty_names():
         if not name.startswith("_") and not inspect.ismodule(obj) and name not in pc.__all__
     }
     assert stray == set(), f"public names outside __all__: {sorted(stray)}"
-    # what left the namespace is still importable from its module
+
+
+# Known gaps, each to be closed and then removed here (the tests below fail both on a new gap
+# and on a closed one still listed). The three constants that ``posenc_core.rope`` re-exports
+# from rope/formula.py and rope/scaling.py have no attribute docstring; and autodoc reads a
+# constant's docstring only from the documented module's own source, so even with one they need
+# an ``autodata`` line in api.md (or to leave ``__all__``). ``rope.layers`` is on the page only
+# through its ``autoclass``/``autodata`` lines, which leave out ATTENTION_KINDS.
+NO_DOCSTRING_YET = {
+    "posenc_core.rope.LAYOUTS",
+    "posenc_core.rope.ROPE_TYPES",
+    "posenc_core.rope.VARIANTS",
+}
+NOT_ON_THE_API_PAGE_YET = NO_DOCSTRING_YET | {"posenc_core.rope.layers.ATTENTION_KINDS"}
+
+
+def test_every_exported_name_has_its_own_docstring():
+    """A class's or function's own docstring; for a constant, the attribute docstring where it
+    is assigned (autodoc documents nothing without one)."""
+    missing = {
+        f"{module}.{name}"
+        for module, name in EXPORTS
+        if not (_own_docstring(getattr(sys.modules[module], name), name) or "").strip()
+    }
+    assert missing == NO_DOCSTRING_YET, (
+        f"no docstring: {sorted(missing - NO_DOCSTRING_YET)}; "
+        f"documented now (drop from NO_DOCSTRING_YET): {sorted(NO_DOCSTRING_YET - missing)}"
+    )
+
+
+def test_the_api_page_documents_every_exported_name():
+    """api.md's ``automodule`` (and ``autoclass``/``autodata``) lines reach every name of every
+    core ``__all__``, with the rules autodoc follows (see :func:`_documented`)."""
+    documented = _documented(API_PAGE.read_text(encoding="utf-8"))
+    assert len(documented) > len(pc.__all__)  # the parse found the page's directives
+    undocumented = set()
+    for module, name in EXPORTS:
+        obj = getattr(sys.modules[module], name)
+        routine = inspect.isclass(obj) or inspect.isroutine(obj)
+        if not any(o is obj and (routine or n == name) for n, o in documented):
+            undocumented.add(f"{module}.{name}")
+    assert undocumented == NOT_ON_THE_API_PAGE_YET, (
+        f"not on the API page: {sorted(undocumented - NOT_ON_THE_API_PAGE_YET)}; "
+        f"now documented (drop from NOT_ON_THE_API_PAGE_YET): "
+        f"{sorted(NOT_ON_THE_API_PAGE_YET - undocumented)}"
+    )
+
+
+def test_what_left_the_top_level_is_importable_from_its_module():
     assert callable(pc.analysis.similarity_by_offset) and callable(pc.analysis.neighbour_distance)
 
 
@@ -143,7 +282,7 @@ def test_every_public_name_has_a_house_style_docstring():
     shape of every returned tensor, and the paper, equation or reference implementation the
     result is checked against."""
     problems = []
-    for name in PUBLIC:
+    for name in pc.__all__:
         obj = getattr(pc, name)
         doc = inspect.getdoc(obj) or ""
         if len(doc) < 80:

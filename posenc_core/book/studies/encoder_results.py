@@ -30,18 +30,15 @@ def runs_for(
     """The finished runs of one (setting, task, scheme), one per seed, sorted by seed.
 
     Args:
-        results: a :func:`~posenc_core.book.studies.encoder_study.run_encoder_study` result (or one
-            read by :func:`~posenc_core.book.studies.encoder_study.load_results`).
-        setting: ``"encoder"`` or ``"decoder"``.
-        task: a task of the study, such as ``"first"``.
-        scheme: a scheme of the study, such as ``"learned"``.
+        results: a :func:`~posenc_core.book.studies.encoder_study.run_encoder_study` result, or
+            one read by :func:`~posenc_core.book.studies.encoder_study.load_results`.
+        setting, task, scheme: e.g. ``"encoder"``, ``"first"``, ``"learned"``.
 
     Returns:
-        the run dicts (as stored in ``results["runs"]``), in increasing order of ``seed``.
+        the run dicts of ``results["runs"]``, in increasing order of ``seed``.
 
     Raises:
-        KeyError: if ``results`` holds no such run; the message lists the (setting, task,
-            scheme) triples it does hold.
+        KeyError: no such run; the message lists the (setting, task, scheme) triples there are.
     """
     want = (setting, task, scheme)
     runs = [r for r in results["runs"].values() if (r["setting"], r["task"], r["scheme"]) == want]

@@ -105,28 +105,24 @@ def attention_by_distance(
     batch: int = 4,
     max_windows: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """How far back a model attends: the share of attention weight at each band of distance.
+    """How far back a model attends: the share of attention weight at each band of distance i - j.
 
-    For a query at position i and a key at j <= i the distance is i - j. On the
-    :func:`windows` of ``data``, each layer's weights are averaged over windows, heads and the
-    query positions ``queries = (lo, hi)``.
+    On the :func:`windows` of ``data``, each layer's weights are averaged over windows, heads and
+    the query positions ``lo .. hi - 1``.
 
     Args:
         weights_of: ``(b, s)`` int64 tokens -> one ``(b, h, s, s)`` tensor of causal attention
-            weights per layer (rows summing to 1), e.g.
-            :meth:`ByteLM.attention_weights
+            weights per layer, e.g. :meth:`ByteLM.attention_weights
             <posenc_core.book.models.byte_lm.ByteLM.attention_weights>`.
-        data: int64 ``(n,)`` bytes.
-        length: window length P.
+        data: int64 ``(n,)`` bytes; length: window length P.
         queries: ``(lo, hi)`` with 0 <= lo < hi <= P.
-        edges: increasing distances starting at 0 and ending at ``hi`` or beyond; band k holds
-            the distances ``edges[k] <= i - j < edges[k + 1]``.
-        batch: windows per call.
-        max_windows: use only the first ones (None: every whole window).
+        edges: increasing distances from 0 to ``hi`` or beyond; band k is
+            ``edges[k] <= i - j < edges[k + 1]``.
+        batch: windows per call; max_windows: use only the first ones (None: all).
 
     Returns:
         ``(mass, mean)``: float64 ``(layers, len(edges) - 1)``, the mean share of weight in each
-        band (each row sums to 1), and ``(layers,)``, the mean distance sum_j w_ij (i - j).
+        band (rows sum to 1), and ``(layers,)``, the mean distance sum_j w_ij (i - j).
     """
     if not callable(weights_of):
         raise TypeError(f"weights_of must be callable, got {weights_of!r}")

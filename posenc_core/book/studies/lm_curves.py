@@ -90,16 +90,12 @@ def first_loss_rise(
 ) -> int | None:
     """The first position where the loss rises ``rise`` (10%) above its in-range value.
 
-    The in-range value is the mean of ``curve`` over [L/2, L) (the first positions have little
-    context, so their loss is high for a reason that has nothing to do with position). A
-    single position's loss is noisy, so the test is on a window: the result is the first
-    p >= L/2 with mean(curve[p : p + window]) > (1 + rise) * in-range value.
+    The in-range value is the mean over [L/2, L) (the first positions lack context); the result
+    is the first p >= L/2 with mean(curve[p : p + window]) > (1 + rise) * that value.
 
     Args:
-        curve: ``(P,)`` per-position loss (P >= L).
-        train_len: L.
-        rise: relative rise, > 0 (0.10: 10%).
-        window: positions averaged per test; None: max(1, L // 8).
+        curve: ``(P,)`` per-position loss (P >= L); train_len: L.
+        rise: relative rise, > 0; window: positions averaged per test (None: max(1, L // 8)).
 
     Returns:
         that position, or None if the curve never rises that far (within P - window).

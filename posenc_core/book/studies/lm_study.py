@@ -412,18 +412,16 @@ def train_lm(
     """Train one scheme at length L for one seed.
 
     Args:
-        scheme: one of the config's schemes.
-        config: an :class:`LMStudyConfig`.
+        scheme: one of the config's schemes; config: an :class:`LMStudyConfig`.
         seed: the run's seed (initialisation; the training windows use ``seed + 1000``).
-        train_data: int64 ``(n,)`` bytes to train on; None: the verified training split
+        train_data: int64 ``(n,)`` bytes; None: the verified training split
             (:func:`~posenc_core.book.studies.corpus.corpus_split`).
-        rotary_dim: partial rotary (``"rope"`` only; None: the whole head).
-        xpos_scale_base: xPos's B (``"xpos"`` only; None: the config's).
-        base: RoPE's or the sinusoidal table's base (None: the config's).
+        rotary_dim, xpos_scale_base, base: partial rotary (``"rope"``), xPos's B (``"xpos"``),
+            the RoPE or sinusoidal base; None: the whole head, the config's.
 
     Returns:
-        ``(model, curve)``: the trained model (eval mode, on ``config.device``) and the training
-        curve ``[[step, mean loss of the block ending there], ...]`` every ``log_every`` steps.
+        ``(model, curve)``: the trained model (eval mode, on ``config.device``) and
+        ``[[step, mean loss of the block ending there], ...]`` every ``log_every`` steps.
     """
     c = _config(config)
     check.choice("scheme", scheme, tuple(SCHEMES))
@@ -780,16 +778,13 @@ def load_lm(
     Args:
         scheme: a scheme with a checkpoint (every RoPE seed; the first seed of the others).
         seed: the run's seed.
-        rotary_dim: a partial-rotary RoPE run (every seed has a checkpoint); None: the
-            scheme's run.
-        base: a RoPE run at another base (``rope_bases``; every seed has a checkpoint); None:
-            the scheme's run.
-        results: the results file (path or loaded dict); None: the committed one. Checkpoint
-            files are looked up in the folder of that file (of the committed one for a dict).
+        rotary_dim, base: a partial-rotary or other-base RoPE run (every seed has a checkpoint);
+            None: the scheme's run.
+        results: the results file (path or loaded dict; None: the committed one); checkpoints are
+            looked up beside it (beside the committed one for a dict).
 
     Returns:
-        the :class:`~posenc_core.book.models.byte_lm.ByteLM` in eval mode on the CPU, with plain
-        RoPE (no scaling).
+        the :class:`~posenc_core.book.models.byte_lm.ByteLM` in eval mode on the CPU, plain RoPE.
 
     Raises:
         KeyError: no checkpoint for (scheme, seed); the message lists those there are.

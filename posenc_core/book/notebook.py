@@ -6,6 +6,7 @@ Imports IPython (and myst_nb when present); the numerical modules never import t
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -17,21 +18,44 @@ __all__ = [
 ]
 
 
-def glue(name: str, value: Any, display: bool = False) -> None:
+class _NoValue:
+    """The default of ``glue``'s value: ``glue(name)`` is a mistake, ``glue(mapping)`` is not."""
+
+    def __repr__(self) -> str:
+        return "<no value>"
+
+
+_NO_VALUE = _NoValue()
+
+
+def glue(name: str | Mapping[str, Any], value: Any = _NO_VALUE, display: bool = False) -> None:
     """Store ``value`` under ``name`` for ``{glue}`` references in the chapter's text.
 
-    With MyST-NB installed (the book build) this is ``myst_nb.glue``. Without it (Colab,
-    a bare JupyterLab) the value is shown when ``display`` is True and otherwise skipped, so
-    chapters run top to bottom anywhere.
+    ``glue(name, value)`` stores one value; ``glue({name: value, ...})`` stores each item of
+    the mapping in turn, exactly as one ``glue(name, value)`` call per item would, so a
+    chapter's hidden cell carries all its numbers in one call.
+
+    With MyST-NB installed (the book build) each value goes to ``myst_nb.glue``. Without it
+    (Colab, a bare JupyterLab) the value is shown when ``display`` is True and otherwise
+    skipped, so chapters run top to bottom anywhere.
 
     Args:
-        name: the key used in the text.
+        name: the key used in the text, or a mapping of keys to values.
         value: a number (numpy scalars are glued as the Python number they hold, so
-            ``{glue:text}`name:.3f``` formats them), string or matplotlib figure.
-        display: also show it in the cell output.
+            ``{glue:text}`name:.3f``` formats them), string or matplotlib figure; omitted
+            when ``name`` is a mapping.
+        display: also show each value in the cell output.
     """
+    if isinstance(name, Mapping):
+        if value is not _NO_VALUE:
+            raise TypeError(f"value must be omitted when name is a mapping, got {value!r}")
+        for key, item in name.items():
+            glue(key, item, display=display)
+        return
     if not isinstance(name, str) or not name:
-        raise TypeError(f"name must be a non-empty string, got {name!r}")
+        raise TypeError(f"name must be a non-empty string or a mapping, got {name!r}")
+    if value is _NO_VALUE:
+        raise TypeError(f"glue({name!r}) needs a value")
     if isinstance(value, np.generic):  # np.float64(0.5) would be glued as its repr, unformattable
         value = value.item()
     try:

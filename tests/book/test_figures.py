@@ -130,11 +130,6 @@ def test_circle_and_layout_figures_draw():
 
 
 def test_bad_figure_arguments_name_the_argument():
-    table = pc.sinusoidal_table(10, 8)
-    with pytest.raises(ValueError, match=r"position must be an integer in 0..9, got 10"):
-        explorer_frames.fingerprint_figure(table, 10)
-    with pytest.raises(TypeError, match=r"position must be an integer in 0..9, got float 2.0"):
-        explorer_frames.fingerprint_figure(table, 2.0)
     with pytest.raises(ValueError, match=r"head_dim must be an even integer in 2..32, got 7"):
         figures.pair_layout_figure(7)
     with pytest.raises(ValueError, match=r"head_dim must be an integer in 2..32, got 34"):
@@ -239,32 +234,42 @@ def test_pair_axis_figure_colours_each_pair_by_its_axis():
         figures.pair_axis_figure(16, (1, 1, 1))
 
 
-def test_score_grid_figure_draws_the_grids_and_marks_the_query():
+def test_patch_scores_figure_draws_the_grids_and_marks_the_query():
     axial = multi_axis.axial_score_grid(5, 6, 2, 3, 16)
     raster = multi_axis.raster_score_grid(5, 6, 2, 3, 16)
-    fig = figures.score_grid_figure([axial, raster], query=(2, 3), titles=["axial", "raster"])
+    grids, vlim = [axial, raster], (-20.0, 20.0)
+    fig = explorer_frames.patch_scores_figure(
+        grids, (2, 3), titles=["axial", "raster"], vlim=vlim, title="query"
+    )
     panels, bar = fig.axes[:2], fig.axes[2]
-    for ax, grid in zip(panels, (axial, raster)):
+    for ax, grid in zip(panels, grids):
         image = ax.images[0]
         np.testing.assert_array_equal(image.get_array(), grid.numpy())
-        assert image.get_cmap().name == "viridis"
-        lo, hi = min(axial.min(), raster.min()), max(axial.max(), raster.max())
-        assert image.get_clim() == (float(lo), float(hi))  # one colour scale
+        assert image.get_cmap().name == "viridis" and image.get_clim() == vlim
         (mark,) = ax.patches
         assert mark.get_xy() == (2.5, 1.5) and mark.get_width() == 1  # column 3, row 2
     assert [ax.get_title() for ax in panels] == ["axial", "raster"]
-    assert bar.get_ylabel() == "score"
+    assert bar.get_ylabel() == "score q . k" and fig.get_suptitle() == "query"
     plt.close(fig)
-    fig = figures.score_grid_figure(axial, cmap="cividis")
-    assert len(fig.axes) == 2 and not fig.axes[0].patches
-    assert fig.axes[0].images[0].get_cmap().name == "cividis"
-    plt.close(fig)
-    with pytest.raises(ValueError, match=r"scores must be one or more \(h, w\) grids of one shape"):
-        figures.score_grid_figure([axial, raster[:2]])
+    with pytest.raises(ValueError, match=r"grids must be \(h, w\) arrays of one shape"):
+        explorer_frames.patch_scores_figure([axial, raster[:2]], (0, 0), titles="ab", vlim=vlim)
     with pytest.raises(ValueError, match=r"query\[0\] must be an integer in 0\.\.4, got 5"):
-        figures.score_grid_figure(axial, query=(5, 0))
-    with pytest.raises(ValueError, match="cmap must be one of 'viridis', 'cividis'"):
-        figures.score_grid_figure(axial, cmap="jet")
+        explorer_frames.patch_scores_figure(grids, (5, 0), titles="ab", vlim=vlim)
+    with pytest.raises(ValueError, match="titles must give one title per grid"):
+        explorer_frames.patch_scores_figure(grids, (0, 0), titles="a", vlim=vlim)
+
+
+def test_figure_png_records_the_smallest_text_and_names_bad_arguments():
+    fig = figures.sinusoidal_heatmap(10, 8)
+    png = explorer_frames.figure_png(fig, dpi=50, colors=16)
+    assert png.startswith(b"\x89PNG") and f"{figures.TEXT_SIZE_KEY}\0".encode() in png
+    assert _png_size(png) == (round(fig.get_figwidth() * 50), round(fig.get_figheight() * 50))
+    with pytest.raises(TypeError, match="fig must be a matplotlib Figure, got int"):
+        explorer_frames.figure_png(3)
+    with pytest.raises(ValueError, match=r"dpi must be a number in \(0, 600\], got 0"):
+        explorer_frames.figure_png(fig, dpi=0)
+    with pytest.raises(ValueError, match=r"colors must be None or an integer in 2..256, got 1"):
+        explorer_frames.figure_png(fig, colors=1)
 
 
 def test_pair_usage_figure_bars_are_the_mean_shares_with_seed_ranges():

@@ -404,6 +404,48 @@ def test_the_stand_in_figure_differs_with_the_values(built, name):
     assert a.startswith(PNG) and b.startswith(PNG) and a != b
 
 
+def test_the_sinusoidal_stand_in_is_chapter_2s_figure(built):
+    """Chapter 2 draws figures.sinusoidal_heatmap(100, 128, highlight=40): the explorer's
+    defaults, so the stand-in is the same picture."""
+    from posenc_core.book.figures import explorer_frames
+
+    fig = figures.sinusoidal_heatmap(100, 128, highlight=40)
+    chapter = explorer_frames.figure_png(
+        fig, dpi=explorer_module.NOSCRIPT_DPI, colors=explorer_module.NOSCRIPT_COLORS
+    )
+    assert built["sinusoidal"].figure_png() == chapter
+
+
+# each explorer whose quantity a chapter also draws -> the chapter's figure function
+CHAPTER_FIGURES = {
+    "sinusoidal": "sinusoidal_heatmap",
+    "unit-circle": "unit_circle_figure",
+    "rope-decay": "paired_curves_figure",
+    "rope-scaling": "marked_curves_figure",
+    "position-loss": "position_loss_figure",
+}
+
+
+@pytest.mark.parametrize("name", CHAPTER_FIGURES)
+def test_the_stand_in_is_drawn_by_the_chapters_figure_function(built, name, monkeypatch):
+    real, calls = getattr(figures, CHAPTER_FIGURES[name]), []
+
+    def spy(*args, **kwargs):
+        calls.append((args, kwargs))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(figures, CHAPTER_FIGURES[name], spy)
+    e = make_loss_explorer() if name == "position-loss" else built[name]
+    assert e.figure_png().startswith(PNG)
+    assert len(calls) == 1
+    args, kwargs = calls[0]
+    if name == "position-loss":  # the shown curve and its reference, as (S, P) stacks
+        ((curves,),) = [p.values() for p in args[0].values()]
+        np.testing.assert_array_equal(curves, loss_curves()[("a", 4, 0)])
+        np.testing.assert_array_equal(kwargs["reference"]["plain"], loss_curves(seed=1)[
+            ("none", None, None)])  # fmt: skip
+
+
 # ------------------------------------------------------------------ the position-loss explorer
 
 

@@ -1,5 +1,5 @@
-"""RoPE over several axes (chapter 9): which axis each pair carries, 2-D score grids, and how
-much a trained model uses each pair.
+"""RoPE over several axes (chapter 9): which axis each pair carries and how much a trained
+model uses each pair.
 
 Book layer: imports the core, torch, numpy and matplotlib.
 """
@@ -26,7 +26,6 @@ from posenc_core.multi_axis import pair_axes
 __all__ = [
     "AXIS_COLOURS",
     "pair_axis_figure",
-    "score_grid_figure",
     "pair_usage_figure",
 ]
 
@@ -116,69 +115,6 @@ def pair_axis_figure(
         fontsize=8,
         frameon=False,
     )
-    return fig
-
-
-def score_grid_figure(
-    scores: torch.Tensor | np.ndarray | Sequence[torch.Tensor | np.ndarray],
-    *,
-    query: tuple[int, int] | None = None,
-    titles: Sequence[str] | None = None,
-    cmap: str = SEQUENTIAL,
-    label: str = "score",
-    width: float | None = None,
-    height: float = 3.2,
-) -> Figure:
-    """One or more (h, w) score grids side by side on one colour scale, the query patch marked.
-
-    For :func:`~posenc_core.multi_axis.axial_score_grid` beside
-    :func:`~posenc_core.multi_axis.raster_score_grid`: each cell is a key patch, its colour
-    the query's score against it.
-
-    Args:
-        scores: an ``(h, w)`` grid or a sequence of them, all of one shape.
-        query: the query's ``(row, col)``, outlined in black in every panel (None: no mark).
-        titles: one title per grid (default none).
-        cmap: ``"viridis"`` or ``"cividis"`` (colour-blind-safe sequential maps).
-        label: the colour bar's label.
-        width, height: figure size in inches (width default 3.2 per grid + 0.8).
-
-    Returns:
-        the figure, with one colour bar shared by the panels.
-    """
-    cmap = check.choice("cmap", cmap, ("viridis", "cividis"))
-    single = isinstance(scores, (torch.Tensor, np.ndarray))
-    grids = [as_numpy(scores)] if single else [as_numpy(g) for g in scores]
-    if not grids or any(g.ndim != 2 or g.shape != grids[0].shape for g in grids):
-        shapes = [g.shape for g in grids]
-        raise ValueError(f"scores must be one or more (h, w) grids of one shape, got {shapes}")
-    h, w = grids[0].shape
-    if titles is not None and len(titles) != len(grids):
-        raise ValueError(f"titles must give one title per grid ({len(grids)}), got {titles!r}")
-    if query is not None:
-        if not isinstance(query, Sequence) or len(query) != 2:
-            raise TypeError(f"query must be a (row, col) pair or None, got {query!r}")
-        query = (
-            check.int_in_range("query[0]", query[0], 0, h - 1),
-            check.int_in_range("query[1]", query[1], 0, w - 1),
-        )
-    from matplotlib.patches import Rectangle
-
-    n = len(grids)
-    fig, axes = new_figure(width or 3.2 * n + 0.8, height, ncols=n)
-    axes = np.atleast_1d(axes)
-    lo = min(float(g.min()) for g in grids)
-    hi = max(float(g.max()) for g in grids)
-    image = None
-    for i, (ax, grid) in enumerate(zip(axes, grids)):
-        image = ax.imshow(grid, cmap=cmap, vmin=lo, vmax=hi, interpolation="nearest")
-        if query is not None:
-            r, c = query
-            ax.add_patch(Rectangle((c - 0.5, r - 0.5), 1, 1, fill=False, ec="black", lw=2))
-        ax.set(xlabel="key column", ylabel="key row" if i == 0 else "")
-        if titles is not None:
-            ax.set_title(titles[i], fontsize=9)
-    fig.colorbar(image, ax=list(axes), fraction=0.04, pad=0.02, label=label)
     return fig
 
 

@@ -19,6 +19,7 @@ import torch
 
 from posenc_core import _validation as check
 from posenc_core.analysis import rope_decay_bound, rope_score_vs_distance, sinusoidal_similarity
+from posenc_core.book import figures
 from posenc_core.book.figures import explorer_frames
 from posenc_core.book.widgets.explorer import SLIDER_TOL, Data, Explorer, Param
 from posenc_core.rope import rope_frequencies
@@ -73,8 +74,7 @@ def sinusoidal_explorer(*, n_positions: int = 100, base: float = 10000.0) -> Exp
         return {"table": table, "fingerprint": table[v["position"]].copy()}
 
     def figure(data: Data, v: dict) -> Any:
-        title = f"Sinusoidal encoding: {n} positions × {v['d_model']} dimensions, base {base:g}"
-        return explorer_frames.fingerprint_figure(data["table"], v["position"], title=title)
+        return figures.sinusoidal_heatmap(n, v["d_model"], base=base, highlight=v["position"])
 
     def alt(v: dict, data: Data) -> str:
         return (
@@ -225,22 +225,16 @@ def unit_circle_explorer(
         }
 
     def figure(data: Data, v: dict) -> Any:
-        return explorer_frames.circle_shift_figure(
-            data["start_points"],
-            data["end_points"],
-            omega=data["omega"],
-            shift=v["offset"],
-            starts=starts,
-            matrix=data["matrix"],
-            pair=v["pair"],
-        )
+        shown = min(max(starts) + v["offset"], 199) + 1  # positions drawn on the circle
+        k = v["offset"]
+        return figures.unit_circle_figure([data["omega"]], shown, shift=k, starts=starts, labels=())
 
     def alt(v: dict, data: Data) -> str:
         return (
-            f"Unit circle of pair {v['pair']} of a {d}-dimensional sinusoidal encoding: positions "
-            f"{', '.join(str(s) for s in starts)} and the positions {v['offset']} further on, "
-            f"joined by arcs that all turn by the same angle {data['angle']:.3g} radians, with the "
-            "2 by 2 rotation block printed beside it"
+            f"Unit circle of pair {v['pair']} of a {d}-dimensional sinusoidal encoding, positions "
+            f"as points coloured by position; arrows join positions "
+            f"{', '.join(str(s) for s in starts)} to the positions {v['offset']} further on, all "
+            f"turning by the same angle {data['angle']:.3g} radians"
         )
 
     title = f"One pair of a {d}-dimensional sinusoidal encoding on the unit circle"
@@ -296,19 +290,25 @@ def rope_decay_explorer(
         }
 
     def figure(data: Data, v: dict) -> Any:
-        return explorer_frames.rope_decay_figure(
+        name = f"base {v['base']:,.0f}"
+        m, s = data["marker"]
+        return figures.paired_curves_figure(
             data["distances"],
-            data["score"],
-            marker=tuple(data["marker"]),
-            bound=data["bound"],
-            title=f"RoPE, head_dim {hd}, base {v['base']:.0f}",
+            {name: data["score"]},
+            {name: data["bound"]},
+            solid_label="score, q = k = ones",
+            dashed_label="bound ÷ value at 0",
+            logx=True,
+            xlabel="relative distance |m − n|",
+            ylabel="score / head_dim",
+            title=f"RoPE, head_dim {hd}: score {s:+.4f} at distance {m:.0f}",
         )
 
     def alt(v: dict, data: Data) -> str:
         return (
             f"Line plot, log distance axis from 1 to {dmax}: the RoPE score for all-ones query and "
             f"key with base {v['base']:.0f} starts at 1 and decays with ripples towards 0; "
-            f"RoFormer's bound is dashed; distance {v['distance']} is marked at score "
+            f"RoFormer's bound is dashed; at distance {v['distance']} the score is "
             f"{data['marker'][1]:+.4f}"
         )
 
@@ -416,8 +416,19 @@ def rope_scaling_explorer(*, head_dim: int = 128) -> Explorer:
             f"{hd // 2} pairs: {kept} kept, {interp} interpolated, {r.size - kept - interp} "
             "in between"
         )
-        return explorer_frames.rope_scaling_figure(
-            data["wavelength"], r, factor=s, lines=lines, title=title
+        return figures.marked_curves_figure(
+            data["wavelength"],
+            {v["method"]: r},
+            logx=True,
+            logy=True,
+            markers=True,
+            xlim=(3.0, 1e7),
+            ylim=(4e-4, 2.0),
+            hlines={"kept (1)": 1.0, f"interpolated (1/{s:g})": 1 / s},
+            vlines=lines,
+            xlabel="original wavelength 2π/θ_i (positions)",
+            ylabel="scaled θ_i / original θ_i",
+            title=title,
         )
 
     def alt(v: dict, data: Data) -> str:

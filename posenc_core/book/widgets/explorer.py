@@ -24,6 +24,7 @@ import traitlets
 
 from posenc_core import _validation as check
 from posenc_core.book.figures import explorer_frames
+from posenc_core.book.figures.style import DISPLAY_DPI
 
 __all__ = ["Data", "Explorer", "ExplorerWidget", "KINDS", "Param", "SLIDER_TOL"]
 
@@ -31,7 +32,7 @@ HERE = pathlib.Path(__file__).resolve().parent
 KINDS = ("int", "real", "choice")
 SLIDER_TOL = 1e-12
 """How far (relative) a value may land outside its control's range and still be accepted."""
-NOSCRIPT_DPI = 72
+NOSCRIPT_DPI = DISPLAY_DPI  # the stand-in is shown as large as the chapters' figures
 NOSCRIPT_COLORS = 64  # palette size of the stand-in figure: about a third of a full-colour PNG
 
 Data = dict[str, Any]

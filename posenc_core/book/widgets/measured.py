@@ -15,7 +15,6 @@ from typing import Any
 import numpy as np
 
 from posenc_core import _validation as check
-from posenc_core.book.figures import explorer_frames
 from posenc_core.book.widgets.explorer import Data, Explorer, Param
 
 __all__ = ["position_loss_explorer", "resolve_curve"]
@@ -284,19 +283,13 @@ def position_loss_explorer(
     def figure(data: Data, v: dict) -> Any:
         key = tuple(data["shown"])
         r = reference_of(key)
-        return explorer_frames.position_band_figure(
-            data["x"],
-            data["mean"],
-            data["low"],
-            data["high"],
+        return figures.position_loss_figure(
+            {describe(key): {"selected": table[key]}},
             train_len=L,
-            reference=None if r is None else r[1],
-            label="selected (mean over seeds)",
-            reference_label="reference" if r is None else r[0],
-            n_seeds=n_seeds,
+            reference=None if r is None else {r[0]: r[2]},
+            bucket=bucket,
             ylim=ylim,
             ylabel=ylabel,
-            title=describe(key),
         )
 
     def alt(v: dict, data: Data) -> str:

@@ -24,7 +24,6 @@ and ``pc.xpos`` for ``posenc_core.rope.xpos``).
 from . import multi_axis as multi_axis
 from . import positions as positions
 from . import t5_bias as t5_bias
-from ._numerics import warm_up_trigonometry as _warm_up_trigonometry
 from .alibi import alibi_bias, alibi_key_bias, alibi_slopes
 from .analysis import (
     cosine_similarity_matrix,
@@ -59,8 +58,6 @@ from .sinusoidal import (
 )
 
 __version__ = "0.1.0"
-
-_warm_up_trigonometry()  # the first parallel sin/cos call can be inexact: see its docstring
 
 __all__ = [
     # sinusoidal (Vaswani et al. 2017, Sec. 3.5) and its rotations

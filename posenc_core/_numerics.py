@@ -7,21 +7,25 @@ import torch
 LOW_PRECISION = (torch.float16, torch.bfloat16)
 
 
-def warm_up_trigonometry() -> None:
-    """Call torch's sin and cos once, on one thread, before any parallel use.
+_trig_warm = False  # True once warm_up_trigonometry has run in this process
 
-    Seen with torch 2.13.0 (CPU, AVX512, 2 threads): in a fresh process, the *first* float64
-    ``torch.sin`` or ``torch.cos`` call large enough to be split across threads returns
-    values off by up to 7e-9 (27 correct bits instead of 53) on the part computed by the
-    worker thread, in about one process in four; every later call is exact. A 1-element call
-    first (always single-threaded) avoids it. ``import posenc_core`` runs this, so tables and
-    angles are as accurate on the first call as on every other
-    (``tests/core/test_sinusoidal.py`` checks it in fresh processes).
+
+def warm_up_trigonometry() -> None:
+    """Call torch's sin and cos once on a few elements (one thread), the first time only.
+
+    In a fresh process the first float64 sin/cos call split across threads can be inexact
+    (seen with torch 2.13 on CPU); a small call first avoids it. Every core function that
+    computes sin or cos calls this just before, so ``import posenc_core`` computes nothing and
+    later calls cost one check. See the Numerics page (``numerics.md``).
     """
+    global _trig_warm
+    if _trig_warm:
+        return
     for dtype in (torch.float32, torch.float64):
         x = torch.tensor([0.0, 1.0, 1e3, 1e6], dtype=dtype)  # small and large arguments
         torch.sin(x)
         torch.cos(x)
+    _trig_warm = True
 
 
 def round_once(t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:

@@ -20,6 +20,7 @@ from typing import Any
 import torch
 
 from . import _validation as check
+from ._numerics import warm_up_trigonometry
 from .rope import rope_angles
 from .sinusoidal import _frequencies
 
@@ -167,6 +168,7 @@ def sinusoidal_similarity(
         advice="evaluate the offsets in chunks",
     )
     omega = _frequencies(d_model, base).to(k.device)  # (d/2,)
+    warm_up_trigonometry()  # once per process: see the Numerics page
     return torch.cos(k.unsqueeze(-1) * omega).mean(-1)
 
 
@@ -233,6 +235,7 @@ def neighbour_distance(d_model: int, *, base: float = 10000.0) -> float:
     """
     d_model = check.width("d_model", d_model, where="neighbour_distance")
     omega = _frequencies(d_model, check.base_value("base", base))
+    warm_up_trigonometry()  # once per process: see the Numerics page
     return float((2 * (1 - torch.cos(omega))).sum().sqrt())
 
 
@@ -340,6 +343,7 @@ def rope_score_vs_distance(
     dist = check.as_positions("distances", distances)  # K, float64
     d = check.width("head_dim", head_dim, where="rope_score_vs_distance")
     _check_curve_size("rope_score_vs_distance", dist, d, d)
+    warm_up_trigonometry()  # once per process: see the Numerics page
     angles = rope_angles(dist, d, base=base, scaling=scaling)  # K + (d/2,)
     if q is None and k is None:
         return torch.cos(angles).mean(-1)
@@ -383,6 +387,7 @@ def rope_decay_bound(
     head_dim = check.width("head_dim", head_dim, where="rope_decay_bound")
     _check_curve_size("rope_decay_bound", dist, head_dim, head_dim, "complex128 partial sums")
     angles = rope_angles(dist, head_dim, base=base)  # K + (d/2,)
+    warm_up_trigonometry()  # once per process: see the Numerics page
     partial = torch.cumsum(torch.polar(torch.ones_like(angles), angles), dim=-1)  # S_1 .. S_{d/2}
     return partial.abs().mean(-1)
 
@@ -503,6 +508,7 @@ def rope_bound_curve(context_length: int, head_dim: int, *, base: float = 10000.
     )
     base = check.base_value("base", base)
     m = torch.arange(context_length + 1, dtype=torch.float64)  # (L+1,)
+    warm_up_trigonometry()  # once per process: see the Numerics page
     return torch.cos(rope_angles(m, head_dim, base=base)).sum(-1)  # (L+1,)
 
 
@@ -677,6 +683,7 @@ class _BoundSearch:
     def _radius(self, m: torch.Tensor, theta: torch.Tensor, keep: bool) -> float | None:
         """Largest certified radius over distances m ``(k,)`` with B(m) < 0, or None; with
         ``keep``, the distances with the largest radii become the witnesses."""
+        warm_up_trigonometry()  # once per process: see the Numerics page
         phi = m.unsqueeze(-1) * theta  # (k, d/2)
         curve = torch.cos(phi).sum(-1)  # (k,)
         bad = curve < 0  # (k,)

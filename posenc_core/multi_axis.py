@@ -46,7 +46,7 @@ from collections.abc import Sequence
 import torch
 
 from . import _validation as check
-from ._numerics import round_once
+from ._numerics import round_once, warm_up_trigonometry
 from .rope import apply_rope, rope_cos_sin, rope_frequencies
 
 __all__ = [
@@ -212,6 +212,7 @@ def _half_tables(
     angles: torch.Tensor, dtype: torch.dtype, device: torch.device | None
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Half-layout tables from float64 angles P + (d/2,): cat(c, c), rounded once -> P + (d,)."""
+    warm_up_trigonometry()  # once per process: see the Numerics page
     cos, sin = round_once(torch.cos(angles), dtype), round_once(torch.sin(angles), dtype)
     cos, sin = torch.cat((cos, cos), -1), torch.cat((sin, sin), -1)  # P + (d,)
     return cos.to(device=device), sin.to(device=device)

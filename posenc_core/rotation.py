@@ -18,6 +18,7 @@ from __future__ import annotations
 import torch
 
 from . import _validation as check
+from ._numerics import warm_up_trigonometry
 from .sinusoidal import _frequencies
 
 
@@ -34,6 +35,7 @@ def rotation_matrix(theta: torch.Tensor | float) -> torch.Tensor:
         float64 tensor of shape ``T + (2, 2)``.
     """
     t = check.as_positions("theta", theta)
+    warm_up_trigonometry()  # once per process: see the Numerics page
     c, s = torch.cos(t), torch.sin(t)
     return torch.stack((torch.stack((c, -s), -1), torch.stack((s, c), -1)), -2)
 
@@ -79,6 +81,7 @@ def shift_matrix(
     layout = check.layout("layout", layout)
     dtype = check.float_dtype("dtype", dtype)
     omega = _frequencies(d_model, base)  # (d/2,)
+    warm_up_trigonometry()  # once per process: see the Numerics page
     c, s = torch.cos(omega * k), torch.sin(omega * k)  # (d/2,)
     half = d_model // 2
     m = torch.zeros(d_model, d_model, dtype=torch.float64)  # (d, d)

@@ -27,7 +27,7 @@ from torch import nn
 
 from . import _format
 from . import _validation as check
-from ._numerics import LOW_PRECISION, round_once
+from ._numerics import LOW_PRECISION, round_once, warm_up_trigonometry
 
 LAYOUTS = check.LAYOUTS
 
@@ -97,6 +97,7 @@ def sinusoidal_formula(
     """
     omega = _frequencies(d_model, base).to(positions.device)  # (d/2,)
     angles = positions.unsqueeze(-1) * omega  # P + (d/2,)
+    warm_up_trigonometry()  # once per process: see the Numerics page
     sin, cos = torch.sin(angles), torch.cos(angles)
     if layout == "interleaved":
         return torch.stack((sin, cos), dim=-1).flatten(-2)  # P + (d/2, 2) -> P + (d,)

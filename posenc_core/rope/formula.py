@@ -29,7 +29,7 @@ from typing import Any
 import torch
 
 from .. import _validation as check
-from .._numerics import round_once
+from .._numerics import round_once, warm_up_trigonometry
 from .scaling import RopeScaling, _inv_freq, parse_scaling
 
 LAYOUTS = check.LAYOUTS  # ("half", "interleaved"): one vocabulary with the sinusoidal table
@@ -222,6 +222,7 @@ def _cos_sin(
     the tables are on the device of ``pos``."""
     angles = _angles(pos, head_dim, base, scaling, seq_len)  # P + (d/2,)
     scale = scaling.attention_scaling
+    warm_up_trigonometry()  # once per process: see the Numerics page
     cos, sin = torch.cos(angles) * scale, torch.sin(angles) * scale
     cos, sin = round_once(cos, dtype), round_once(sin, dtype)
     if layout == "half":

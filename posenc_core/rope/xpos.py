@@ -54,7 +54,7 @@ import torch
 from torch import nn
 
 from .. import _validation as check
-from .._numerics import round_once
+from .._numerics import round_once, warm_up_trigonometry
 from .apply import apply_rope
 from .formula import rope_angles, rope_cos_sin
 
@@ -466,4 +466,5 @@ def xpos_score_vs_distance(
     gamma = _check_gamma(gamma)
     angles = rope_angles(dist, d, base=base)  # K + (d/2,)
     decay = torch.exp(_log_scales(dist, d, scale_base, gamma, 0.0))  # K + (d/2,)
+    warm_up_trigonometry()  # once per process: see the Numerics page
     return (torch.cos(angles) * decay).mean(-1)  # K

@@ -333,40 +333,6 @@ def test_the_module_repr_fits_the_books_code_column():
     assert "'factor': 4.0" in repr(rope)
 
 
-FIRST_CALL = """
-import math, torch, posenc_core as pc
-table = pc.sinusoidal_table(1004, 16, dtype=torch.float64)  # the first sin/cos of the process
-omega = pc.sinusoidal_frequencies(16).tolist()
-exact = torch.tensor([[f(p * w) for w in omega for f in (math.sin, math.cos)]
-                      for p in range(1004)], dtype=torch.float64)
-print((table - exact).abs().max().item())
-"""
-
-
-def test_the_first_table_of_a_process_is_as_accurate_as_the_rest():
-    """In a fresh process, torch 2.13's first float64 sin/cos call split across threads was off
-    by up to 7e-9 on the worker thread's part, in about one process in four (seen on this
-    book's CPU machines). posenc_core warms the kernels up at import; eight fresh processes
-    each build a table on their first call and must match math.sin/math.cos to rounding."""
-    import subprocess
-    import sys
-
-    env = {**__import__("os").environ, "OMP_NUM_THREADS": "2"}
-    errors = [
-        float(
-            subprocess.run(
-                [sys.executable, "-c", FIRST_CALL],
-                capture_output=True,
-                text=True,
-                check=True,
-                env=env,
-            ).stdout
-        )
-        for _ in range(8)
-    ]
-    assert max(errors) < 1e-12, errors
-
-
 def test_the_module_checks_its_arguments_once(monkeypatch):
     """Validate once: forward checks x and offset; building rows (also past max_len, and
     after a cast) does not check the module's own settings again."""

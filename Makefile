@@ -90,10 +90,15 @@ bench-chapters: $(VENV)/.build-ok
 lab: $(VENV)/.reader-ok
 	$(VENV)/bin/jupyter lab chapters/
 
-# Refresh the lock (constraints.txt) from the requirements files in an empty environment; then
-# run `make book` and `make test` on it before committing it.
+# Refresh the lock (constraints.txt) from the three requirements files with pip-tools'
+# resolver, pip-compile, installed by tools/lock.py in a throw-away environment (not in the
+# reader's); it keeps the pinned versions the requirements still admit (LOCK_ARGS=--upgrade
+# resolves everything afresh). Needs the package index; builds and tests never do. No
+# --generate-hashes: pip 23.2 refuses every unhashed requirement once a constraints file holds
+# hashes, and no pip installs `-e .` under hashes (tools/lock.py says more). Then run
+# `make book` and `make test` on it before committing it.
 lock:
-	tools/lock.sh $(PYTHON)
+	$(PYTHON) tools/lock.py $(LOCK_ARGS)
 
 clean:
 	rm -rf $(VENV) _build _vendor/site .pytest_cache .hypothesis

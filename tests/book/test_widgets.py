@@ -159,7 +159,7 @@ EXPLORERS = {
     "patch-scores": (widgets.patch_score_explorer, expected_patch_scores),
 }
 NAMES = list(EXPLORERS)
-# Values for each explorer, most of them between the stops the prerendered explorers had
+# Values for each explorer: off the round numbers a slider would stop at
 # (base 31000, position 37, d_model 130, factor 5.5, distance 1234), and the ends of each range.
 VALUES = {
     "sinusoidal": [
@@ -582,7 +582,7 @@ def test_chapter_7_explorer_carries_every_curve_of_the_study_in_a_small_state():
     consts = e.widget.spec["consts"]
     assert len(consts["curves"]) == len(curves)
     size = len(json.dumps(e.widget.get_state()["spec"]))
-    assert size < 400_000, size  # numbers, not images: a fraction of the old 3 MB budget
+    assert size < 400_000, size  # numbers, not images
 
 
 @pytest.mark.parametrize(

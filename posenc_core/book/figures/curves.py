@@ -66,8 +66,7 @@ def marked_curves_figure(
 ) -> Figure:
     """Named curves with named reference lines and an optional shaded range of x.
 
-    Curves are told apart by colour (Okabe-Ito) and line style, and with ``markers`` also by
-    marker shape, so that curves lying on top of each other stay distinguishable.
+    Curves differ in colour (Okabe-Ito), line style and, with ``markers``, marker shape.
 
     Args:
         x: shared x values, or name -> x values per curve.
@@ -424,10 +423,8 @@ def position_loss_figure(
 ) -> Figure:
     """Loss by position over several seeds, in side-by-side panels that share y.
 
-    Each curve is a ``(S, P)`` stack (one row per seed, e.g.
-    :func:`~posenc_core.book.studies.lm_curves.method_curves`), drawn as :func:`seed_band` gives
-    it: the mean over seeds of bucketed means, with a shaded min-max band over seeds. The training
-    length is shaded and the x ticks are multiples of L.
+    Each ``(S, P)`` curve (one row per seed) is drawn as :func:`seed_band` gives it, a mean line
+    and a min-max band; [0, L) is shaded and the x ticks are multiples of L.
 
     Args:
         panels: panel title -> (curve name -> ``(S, P)`` curves).

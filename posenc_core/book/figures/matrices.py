@@ -306,11 +306,8 @@ def t5_bucket_figure(
     """T5's bucket ids (:func:`~posenc_core.t5_bias.relative_position_bucket`), bidirectional
     (an encoder) beside causal (a decoder).
 
-    Top row: the bucket id against the relative position ``r = j - i`` (key minus query), with
-    the exact region shaded, the distance from which every key shares the last bucket, and
-    ``max_distance`` marked. Bottom row: the ids on a grid of query positions i and key
-    positions j (a Toeplitz image: constant along every diagonal), sequential colours
-    (viridis).
+    Top row: the bucket id against ``r = j - i``, the exact region, the last bucket's start
+    and ``max_distance`` marked. Bottom row: the ids on a grid of queries i and keys j.
 
     Args:
         num_buckets, max_distance: as in :func:`~posenc_core.t5_bias.relative_position_bucket`

@@ -55,11 +55,8 @@ def pair_axis_figure(
     """Which axis each frequency pair of a head turns with: a strip of head_dim/2 cells per
     scheme, coloured by axis (Okabe-Ito, ``AXIS_COLOURS``), pair indices on the x axis.
 
-    One strip from :func:`~posenc_core.multi_axis.pair_axes` (``mrope_section`` given: M-RoPE's
-    temporal, height and width sections; None: axial 2-D RoPE's row and column halves), or
-    one strip per entry of ``schemes`` (e.g. axial 2-D above M-RoPE). Within each axis's run of
-    pairs the frequency falls from left to right (theta_i = base**(-2i/d) in M-RoPE; the same
-    run of frequencies in each half in axial 2-D).
+    One strip from :func:`~posenc_core.multi_axis.pair_axes` (M-RoPE's sections, or axial
+    2-D's halves when ``mrope_section`` is None), or one per entry of ``schemes``.
 
     Args:
         head_dim: per-head width for the single strip (ignored with ``schemes``).

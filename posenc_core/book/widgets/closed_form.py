@@ -1,11 +1,9 @@
 """The explorers of closed-form quantities: a table of sines, a rotation, the base, RoPE's
 decay, a scaled frequency spectrum and a 2-D score grid.
 
-Each is computed twice from one definition: in the browser by ``explorer.js`` (the formula
-named after the core function it mirrors, in float64, on every input event) and here with
-posenc_core (:meth:`Explorer.compute <posenc_core.book.widgets.explorer.Explorer.compute>`),
-which the browser tests compare with. Every number control takes any value of its range,
-by slider or typed.
+Each computes in the browser (``explorer.js``) and here with posenc_core
+(:meth:`Explorer.compute <posenc_core.book.widgets.explorer.Explorer.compute>`); the tests
+compare both with independent references. Every number control takes any value of its range.
 """
 
 from __future__ import annotations
@@ -44,16 +42,14 @@ __all__ = [
 
 
 def sinusoidal_explorer(*, n_positions: int = 100, base: float = 10000.0) -> Explorer:
-    """The sinusoidal table as a heatmap, with one position's row (its fingerprint) outlined
-    and plotted underneath.
+    """The sinusoidal table as a heatmap, one position's row (its fingerprint) outlined and
+    plotted underneath.
 
-    Controls:
-        ``d_model``: the width, every even integer from 2 to 512. Default 128.
-        ``position``: the highlighted row, every integer from 0 to n_positions - 1.
-        Default 40 (or the last row, if fewer).
+    Controls: ``d_model``, even integers 2..512 (default 128); ``position``, 0..n_positions - 1
+    (default 40, or the last row).
 
-    Data: ``table`` (n_positions, d_model), ``fingerprint`` (d_model,) = ``table[position]``,
-    from :func:`~posenc_core.sinusoidal.sinusoidal_table` in float64.
+    Data: ``table`` ``(n_positions, d_model)`` from
+    :func:`~posenc_core.sinusoidal.sinusoidal_table` in float64, ``fingerprint`` = its row.
 
     Args:
         n_positions: rows of the table, an integer >= 2.
@@ -93,19 +89,15 @@ def sinusoidal_explorer(*, n_positions: int = 100, base: float = 10000.0) -> Exp
 def base_explorer(
     *, d_model: int = 128, n_positions: int = 100, max_offset: int = 1000
 ) -> Explorer:
-    """Three views of the base b of the sinusoidal encoding: the table (heatmap), the
-    wavelength 2*pi/omega_i of every pair (log scale), and the similarity s(k) of two
-    encodings k positions apart, each compared with base 10000 (dashed grey).
+    """The base b of the sinusoidal encoding in three views, each beside base 10000: the table,
+    the wavelength 2*pi/omega_i of every pair, and the similarity s(k) of encodings k apart.
 
-    Controls:
-        ``base``: any real number from 10 to 10**7 (log-scale slider, or typed). Default 10000.
+    Controls: ``base``, any real in [10, 1e7] (log slider or typed; default 10000).
 
-    Data: ``table`` (n_positions, d_model), ``wavelength`` (d_model/2,), ``offsets``
-    (0..max_offset), ``similarity`` (max_offset + 1,), and the same two curves for base 10000
-    (``wavelength_reference``, ``similarity_reference``); from
-    :func:`~posenc_core.sinusoidal.sinusoidal_table`,
-    :func:`~posenc_core.sinusoidal.sinusoidal_wavelengths`
-    and :func:`~posenc_core.analysis.sinusoidal_similarity`.
+    Data: ``table`` ``(n_positions, d_model)``, ``wavelength`` ``(d_model/2,)``, ``offsets``
+    0..max_offset, ``similarity``, and ``wavelength_reference``, ``similarity_reference`` for
+    base 10000 (:func:`~posenc_core.sinusoidal.sinusoidal_wavelengths`,
+    :func:`~posenc_core.analysis.sinusoidal_similarity`).
 
     Args:
         d_model: width, a positive even integer.
@@ -166,25 +158,20 @@ def base_explorer(
 def unit_circle_explorer(
     *, d_model: int = 16, base: float = 10000.0, starts: Sequence[int] = (0, 10, 25)
 ) -> Explorer:
-    """One (sin, cos) pair of the sinusoidal encoding on the unit circle: positions p and
-    p + k for a few starts p, the turn omega_i * k between them (the same for every p), and
-    the 2x2 block of the shift matrix M_k with PE(p + k) = M_k PE(p).
+    """One (sin, cos) pair on the unit circle: positions p and p + k for a few starts p, the
+    turn omega_i * k between them (the same for every p), and the block of M_k.
 
-    Controls:
-        ``pair`` (label "pair i"): the pair index i, every integer from 0 to d_model/2 - 1.
-        Default 0.
-        ``offset`` (label "offset k"): the shift k, every integer from 0 to 100. Default 3.
+    Controls: ``pair`` (pair i, 0..d_model/2 - 1, default 0); ``offset`` (k, 0..100, default 3).
 
-    Data: ``omega`` (omega_i, from :func:`~posenc_core.sinusoidal.sinusoidal_frequencies`),
-    ``angle`` (omega_i * k), ``starts`` (S,), ``start_points`` and ``end_points`` (S, 2): the
-    pair's (sin, cos) entries, dims (2i, 2i+1) of
-    :func:`~posenc_core.sinusoidal.sinusoidal_encoding` at p and p + k, and ``matrix`` (2, 2):
-    that pair's block of :func:`~posenc_core.rotation.shift_matrix` (k, d_model), all float64.
+    Data: ``omega``, ``angle`` = omega * k, ``starts`` ``(S,)``, ``start_points`` and
+    ``end_points`` ``(S, 2)`` (dims 2i, 2i+1 of
+    :func:`~posenc_core.sinusoidal.sinusoidal_encoding` at p and p + k), ``matrix`` ``(2, 2)``
+    (that pair's block of :func:`~posenc_core.rotation.shift_matrix`), float64.
 
     Args:
-        d_model: width, a positive even integer (16 gives 8 pairs).
+        d_model: width, a positive even integer.
         base: frequency base, finite and > 1.
-        starts: 1 to 4 start positions p, integers from 0 to 10**6.
+        starts: 1 to 4 start positions p, integers in 0..10**6.
 
     Returns:
         an :class:`~posenc_core.book.widgets.explorer.Explorer` named ``"unit-circle"``.
@@ -246,25 +233,21 @@ def unit_circle_explorer(
 def rope_decay_explorer(
     *, head_dim: int = 128, max_distance: int = 100_000, n_points: int = 600
 ) -> Explorer:
-    """The RoPE score against relative distance for q = k = all ones (the case of
-    RoFormer's decay argument), with one distance marked and RoFormer's bound for comparison.
+    """The RoPE score against relative distance for q = k = all ones (RoFormer's decay
+    argument), beside RoFormer's bound, with the score at one distance reported.
 
-    Controls:
-        ``base`` (rope_theta): any real number from 100 to 10**7 (log-scale slider, or typed).
-        Default 10000.
-        ``distance``: the marked relative distance, every integer from 1 to max_distance
-        (log-scale slider, or typed). Default 1000 (or max_distance, if smaller).
-        The label also gives the score at the marked distance.
+    Controls: ``base`` (rope_theta, any real in [100, 1e7], default 10000); ``distance``
+    (1..max_distance, log slider, default 1000).
 
-    Data: ``distances`` (about n_points integers spaced evenly on a log scale from 1 to
-    max_distance), ``score`` = :func:`~posenc_core.analysis.rope_score_vs_distance` there,
-    ``bound`` = :func:`~posenc_core.analysis.rope_decay_bound` there divided by its value at
-    distance 0, and ``marker`` = [distance, score at that distance].
+    Data: ``distances`` (about n_points log-spaced integers in 1..max_distance), ``score``
+    (:func:`~posenc_core.analysis.rope_score_vs_distance`), ``bound``
+    (:func:`~posenc_core.analysis.rope_decay_bound` over its value at 0), ``marker``
+    = [distance, score there].
 
     Args:
         head_dim: per-head width, a positive even integer.
         max_distance: largest distance plotted, an integer >= 10.
-        n_points: number of log-spaced sample points (before removing repeats), >= 10.
+        n_points: log-spaced sample points before removing repeats, >= 10.
 
     Returns:
         an :class:`~posenc_core.book.widgets.explorer.Explorer` named ``"rope-decay"``.
@@ -335,12 +318,11 @@ _SCALING_MODELS: dict[str, tuple[float, int, dict]] = {
 
 
 def scaling_setup(method: str, factor: float) -> tuple[float, dict, int | None, int]:
-    """The model setting the scaling explorer uses for ``method`` and ``factor``.
+    """The model setting of the scaling explorer for ``method`` and ``factor``.
 
-    linear, ntk, dynamic and yarn use base 10000 and an original context L0 = 4096 (Llama 2);
-    llama3 uses base 500000, L0 = 8192, low_freq_factor 1 and high_freq_factor 4 (Llama 3.1).
-    Dynamic NTK is evaluated at a sequence length of factor * L0; yarn uses its defaults
-    beta_fast = 32 and beta_slow = 1.
+    linear, ntk, dynamic and yarn: base 10000, original context L0 = 4096 (Llama 2), dynamic
+    evaluated at factor * L0, yarn with beta_fast 32 and beta_slow 1; llama3: base 500000,
+    L0 = 8192, low_freq_factor 1, high_freq_factor 4 (Llama 3.1).
 
     Args:
         method: one of ``"linear"``, ``"ntk"``, ``"dynamic"``, ``"yarn"``, ``"llama3"``.
@@ -359,23 +341,14 @@ def scaling_setup(method: str, factor: float) -> tuple[float, dict, int | None, 
 
 
 def rope_scaling_explorer(*, head_dim: int = 128) -> Explorer:
-    """How each context-extension method rescales RoPE's frequencies: scaled theta_i divided
-    by the original theta_i, against the original wavelength (log scales). 1 = kept,
-    1/factor = interpolated, in between = smoothed (or, for NTK and dynamic, a changed base).
+    """How each context-extension method rescales RoPE's frequencies: scaled over original
+    theta_i against the original wavelength. 1 = kept, 1/factor = interpolated.
 
-    Settings (see :func:`scaling_setup`): linear (position interpolation), ntk, dynamic (at
-    sequence length factor * L0) and yarn use base 10000 and L0 = 4096 (Llama 2); llama3 uses
-    base 500000, L0 = 8192, low_freq_factor 1, high_freq_factor 4 (Llama 3.1).
+    Controls: ``factor`` (s, any real in [1, 32], default 8); ``method`` (linear, ntk,
+    dynamic, yarn, llama3; default linear), with the settings of :func:`scaling_setup`.
 
-    Controls:
-        ``factor``: the context-extension factor s, any real number from 1 to 32 (log-scale
-        slider, or typed). Default 8.
-        ``method``: buttons linear, ntk, dynamic, yarn, llama3. Default linear.
-        The label also counts the pairs kept, interpolated and in between.
-
-    Data: ``wavelength`` (head_dim/2,) original wavelengths, ``inv_freq_original`` and
-    ``inv_freq`` from :func:`~posenc_core.rope.rope_frequencies` without and with the scaling
-    dict, and ``ratio`` = inv_freq / inv_freq_original.
+    Data: ``wavelength`` ``(head_dim/2,)``, ``inv_freq_original`` and ``inv_freq``
+    (:func:`~posenc_core.rope.rope_frequencies` without and with the scaling), ``ratio``.
 
     Args:
         head_dim: per-head width, an even integer >= 4.
@@ -448,27 +421,19 @@ def rope_scaling_explorer(*, head_dim: int = 128) -> Explorer:
 def patch_score_explorer(
     *, grid: int = 8, head_dim: int = 32, base: float = 100.0, seed: int = 0
 ) -> Explorer:
-    """Move a query patch across an image grid and see its scores against every patch, under
-    axial 2-D RoPE and under 1-D RoPE on the raster order (chapter 9).
+    """A query patch's scores against every patch of a grid, under axial 2-D RoPE
+    (:func:`~posenc_core.multi_axis.axial_score_grid`) and 1-D RoPE on the raster order
+    (:func:`~posenc_core.multi_axis.raster_score_grid`); every patch holds one seeded vector.
 
-    Every patch carries the same content, one seeded random vector used as query and key (so
-    the pattern is not symmetric), and the scores show what position alone does: under axial RoPE
-    (:func:`~posenc_core.multi_axis.axial_score_grid`) the pattern moves rigidly with the query,
-    since scores depend only on the 2-D offset; under the raster order
-    (:func:`~posenc_core.multi_axis.raster_score_grid`) the patch below is ``grid`` positions
-    away and the end of a row is next to the start of the following one.
+    Controls: ``row`` and ``col``, 0..grid - 1 (default the centre).
 
-    Controls: ``row`` and ``col``, every integer from 0 to grid - 1. Default: the centre.
-
-    Data: ``axial`` and ``raster`` ``(grid, grid)`` float64 scores, ``below`` and ``right``:
-    ``[axial, raster]`` scores of the patch below and to the right, ``None`` where the query
-    is on the last row or column (the label then says so).
+    Data: ``axial``, ``raster`` ``(grid, grid)`` float64; ``below``, ``right``: [axial, raster]
+    scores of the next patch down and right, ``[None, None]`` on the last row or column.
 
     Args:
-        grid: patches per side, 2 .. 12.
-        head_dim: a multiple of 4 (axial RoPE splits the pairs between the two axes).
-        base: rope_theta (100: fast enough that the pattern varies over a few patches).
-        seed: the content vector's seed.
+        grid: patches per side, 2..12.
+        head_dim: a multiple of 4.
+        base: rope_theta; seed: the content vector's seed.
 
     Returns:
         an :class:`~posenc_core.book.widgets.explorer.Explorer` named ``"patch-scores"``.

@@ -1,12 +1,7 @@
-"""The explorer itself: an interactive figure computed and drawn in the reader's browser.
-
-An :class:`Explorer` is an anywidget (:class:`ExplorerWidget`) whose ES module,
-``explorer.js`` beside this file, holds the controls, the formulas (each named after the
-posenc_core function it mirrors, in float64) and the drawing. The same module runs in the
-static book (which renders the saved widget state, no kernel), in JupyterLab, Colab and VS
-Code. On the Python side an explorer keeps its parameters (:class:`Param`), computes the same
-numbers with posenc_core (:meth:`Explorer.compute`, what the browser tests compare with) and
-draws the default figure with matplotlib for readers without JavaScript.
+"""The explorer itself: an anywidget (:class:`ExplorerWidget`) whose ES module
+``explorer.js`` computes and draws in the browser; in Python, its parameters (:class:`Param`),
+the same numbers from posenc_core (:meth:`Explorer.compute`) and the stand-in figure shown
+without JavaScript. Tested in ``tests/book/test_widgets.py``.
 """
 
 from __future__ import annotations
@@ -113,23 +108,18 @@ class Explorer:
 
     Args:
         kind: which drawing of ``explorer.js`` (e.g. ``"base"``).
-        name: the explorer's name, used in its CSS class ``posenc-explorer-<name>``.
-        title: what the explorer shows, for screen readers (the canvas's label starts with it).
+        name: the explorer's name, in its CSS class ``posenc-explorer-<name>``.
+        title: what it shows, for screen readers and the stand-in's caption.
         params: its controls (:class:`Param`).
-        consts: the constants ``explorer.js`` computes from (JSON: numbers, strings, lists,
-            dicts), e.g. ``{"d_model": 128}``.
-        compute: checked values -> :data:`Data`, the same numbers computed with posenc_core.
-        figure: (data, values) -> a matplotlib figure, for the ``<noscript>`` stand-in.
+        consts: the JSON constants ``explorer.js`` computes from, e.g. ``{"d_model": 128}``.
+        compute: checked values -> :data:`Data`, computed with posenc_core.
+        figure: (data, values) -> the matplotlib stand-in figure.
         alt: (values, data) -> a description of that figure.
 
     Attributes:
-        name, kind, title: as given.
-        params: dict name -> :class:`Param`.
-        widget: the :class:`ExplorerWidget` shown.
-        data: the numbers for the current values, from posenc_core (recomputed whenever the
-            values change, from Python or from the browser).
-        last_error: the most recent exception raised while handling values sent from the
-            browser (None if none was); :meth:`set` raises instead.
+        params: dict name -> :class:`Param`; widget: the :class:`ExplorerWidget` shown.
+        data: the numbers for the current values (from Python or the browser).
+        last_error: the last exception raised by values from the browser, or None.
     """
 
     def __init__(

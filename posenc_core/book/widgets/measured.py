@@ -1,9 +1,5 @@
 """The explorer of measured curves: the trained models' loss by position, from the study's
-committed results (chapters 5, 7 and 8).
-
-The curves travel with the page as numbers (each curve's bucketed mean and min-max band over
-seeds, and each seed's means in range and beyond), and ``explorer.js`` draws whichever the
-controls select, beside any others the reader keeps for comparison.
+committed results (chapters 5, 7, 8 and 8b). The curves travel with the page as numbers.
 """
 
 from __future__ import annotations
@@ -69,52 +65,29 @@ def position_loss_explorer(
     ylabel: str = "held-out loss (nats per byte)",
     name: str = "position-loss",
 ) -> Explorer:
-    """A per-position curve over seeds, chosen with one to three categorical controls, beside
-    a fixed reference: e.g. loss by position of each positional scheme (chapter 5), or of the
-    trained RoPE model under each long-context method, factor and fine-tune (chapter 7).
+    """Per-position curves over seeds, one chosen with one to three rows of buttons, beside a
+    reference: e.g. loss by position of each scheme (chapter 5) or of each long-context method,
+    factor and fine-tune (chapter 7).
 
-    Each curve is a ``(S, P)`` stack, one row per seed (such as
-    :func:`~posenc_core.book.studies.lm_curves.scheme_curves` returns), drawn as
-    :func:`~posenc_core.book.figures.seed_band` gives it: bucketed means, the mean over seeds as a
-    line and a min-max band over seeds; [0, L) is shaded, the x ticks are multiples of L and the
-    y limits are the same in every frame.
+    Each curve is drawn as :func:`~posenc_core.book.figures.seed_band` gives it (mean over seeds,
+    min-max band); [0, L) is shaded and the y limits are fixed. A key of ``curves`` gives one
+    value per control (a tuple when there are several); ``None`` means "any value" (the control
+    is greyed out). Missing combinations fall back as :func:`resolve_curve` says. A control's
+    keyword is its description with other characters than letters, digits and ``_`` replaced
+    (``"fine-tune steps"`` -> ``fine_tune_steps``). Readers can keep curves for comparison.
 
-    Controls: one row of buttons per entry of ``controls`` (the label; the keyword for
-    :meth:`Explorer.set <posenc_core.book.widgets.explorer.Explorer.set>` is the label with
-    every run of other characters than letters, digits and ``_`` replaced by ``_``:
-    ``"fine-tune steps"`` -> ``fine_tune_steps``). A key of ``curves`` gives one value per control
-    (a plain value when there is one control, else a tuple); a control offers the values its
-    keys use, in order of first appearance. A key entry ``None`` means "does not apply": the curve
-    is shown for every value of that control, and the control is greyed out while it is shown
-    (``("none", None, None)``: plain RoPE whatever the factor and fine-tune). Combinations
-    without a curve fall back as :func:`resolve_curve` says, and the label says which curve is
-    shown. A button keeps the curve shown for comparison: every kept curve is drawn with its
-    own band until "clear".
-
-    The label gives the controls' values, the mean over seeds of the curve's mean on
-    [L/2, L) (in range, past the first positions' short context) and on [L, P) (beyond L).
-
-    Data: ``shown`` (the key of the curve drawn, a list), ``x``, ``mean``, ``low``,
-    ``high`` ``(B,)`` from :func:`~posenc_core.book.figures.seed_band`, ``in_range`` and
-    ``beyond`` ``(S,)``: each seed's mean over [L/2, L) and over [L, P). These are embedded in
-    the page as they are computed here, and the browser draws them unchanged.
+    Data: ``shown`` (the key drawn), ``x``, ``mean``, ``low``, ``high`` ``(B,)``, and
+    ``in_range``, ``beyond`` ``(S,)``: each seed's mean over [L/2, L) and over [L, P).
 
     Args:
-        curves: key -> ``(S, P)`` array-like (``(P,)``: one seed); every curve has the same P,
-            P > L, finite values.
+        curves: key -> ``(S, P)`` array-like (``(P,)``: one seed), one P > L, finite.
         train_len: L.
-        controls: 1 to 3 descriptions of the controls, e.g. ``("method", "factor",
-            "fine-tune steps")``.
+        controls: 1 to 3 descriptions, e.g. ``("method", "factor", "fine-tune steps")``.
         reference: optional ``(label, (S, P) curves)`` drawn in every frame, black dashed.
-        references: optional key of ``curves`` -> ``(label, (S, P) curves)``: a reference of
-            its own for that curve (e.g. the same batch handled correctly, for each bug of
-            chapter 8), drawn instead of ``reference``; the frame label then also gives the
-            reference's means and the difference.
-        default: the key shown first (None: the first key of ``curves``).
-        bucket: positions per bucket (see :func:`~posenc_core.book.figures.seed_band`).
-        ylim: y limits (default: the range of every curve's band, with a margin).
-        ylabel: the y axis label.
-        name: the explorer's name (CSS class ``posenc-explorer-<name>``).
+        references: optional key -> ``(label, (S, P) curves)``, a reference of that curve's own.
+        default: the key shown first (None: the first key).
+        bucket: positions per bucket; ylim: y limits (default: every band's range).
+        ylabel: the y axis label; name: the explorer's name (CSS class).
 
     Returns:
         an :class:`~posenc_core.book.widgets.explorer.Explorer`.

@@ -37,8 +37,9 @@ def _core_modules() -> list:
     return [pc] + [importlib.import_module(name) for name in sorted(names)]
 
 
+CORE = _core_modules()
 # The modules that say what they export: the top level and every core module with __all__.
-EXPORTERS = [m for m in _core_modules() if hasattr(m, "__all__")]
+EXPORTERS = [m for m in CORE if hasattr(m, "__all__")]
 EXPORTS = [(m.__name__, name) for m in EXPORTERS for name in m.__all__]
 
 
@@ -66,10 +67,8 @@ def _own_docstring(obj, name: str) -> str | None:
         if doc and dataclasses.is_dataclass(obj) and doc.startswith(f"{obj.__name__}("):
             return None  # dataclass's signature stand-in
         return doc
-    for module in _core_modules():
-        if getattr(module, name, None) is obj and _attribute_docstring(module, name):
-            return _attribute_docstring(module, name)
-    return None
+    docs = (_attribute_docstring(m, name) for m in CORE if getattr(m, name, None) is obj)
+    return next((doc for doc in docs if doc), None)
 
 
 def _api_directives(text: str) -> list[tuple[str, str, set[str]]]:
@@ -90,15 +89,6 @@ def _api_directives(text: str) -> list[tuple[str, str, set[str]]]:
     return found
 
 
-def _resolve(target: str):
-    """The object a dotted name on the API page stands for."""
-    module, _, attr = target.rpartition(".")
-    try:
-        return importlib.import_module(target)
-    except ModuleNotFoundError:
-        return getattr(importlib.import_module(module), attr)
-
-
 def _documented(text: str) -> list[tuple[str, object]]:
     """(name, object) for everything autodoc documents from ``text``: an ``automodule`` with
     ``:members:`` documents the names of the module's ``__all__`` (else the public names it
@@ -108,7 +98,8 @@ def _documented(text: str) -> list[tuple[str, object]]:
     out = []
     for directive, target, options in _api_directives(text):
         if directive != "automodule":
-            out.append((target.rpartition(".")[2], _resolve(target)))
+            module, _, attr = target.rpartition(".")
+            out.append((attr, getattr(importlib.import_module(module), attr)))
             continue
         if ":members:" not in options:
             continue

@@ -1,19 +1,12 @@
-"""Applying RoPE: :func:`apply_rope`, the checked entry point (``module.py`` holds
-:class:`~posenc_core.rope.RotaryEmbedding`, which calls its unchecked core ``_apply``).
+"""Applying RoPE: :func:`apply_rope`, the checked entry point.
 
-Both check their arguments once and then call ``_apply``, which trusts them: with autograd
-(or under the caller's ``torch.compile``) it evaluates the formula
-(:func:`~posenc_core.rope.formula.rope_formula`), otherwise one of the fast paths in
-``kernels.py``, each bit-identical to it.
-
-Partial rotary (GPT-NeoX/Pythia, GPT-J, Phi): tables narrower than the head, of width
-r < d, rotate the first r dims of every head (pairs by ``layout`` within them, as Hugging
-Face's ``apply_rotary_pos_emb`` does with ``rotate_half`` on ``q[..., :r]``, and GPT-J's
-``rotate_every_two`` on its first ``rotary_dim`` dims) and pass ``x[..., r:]`` through bit
-for bit.
+:func:`apply_rope` and :class:`~posenc_core.rope.RotaryEmbedding` check their arguments once
+and call ``_apply``, which trusts them: with autograd (or under the caller's
+``torch.compile``) it evaluates :func:`~posenc_core.rope.formula.rope_formula`, otherwise one
+of the fast paths in ``kernels.py``, each bit-identical to it (see :doc:`/numerics`).
 
 Notation for tensor shapes: b = batch, h = heads, s = sequence, d = head_dim, r = rotary
-width (the tables' last dimension, r <= d), P = any shape of positions.
+width (the tables' last dimension, r <= d).
 """
 
 from __future__ import annotations
@@ -35,67 +28,36 @@ def apply_rope(
     fused: bool | None = None,
     out: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """Rotate every pair of ``x[..., :r]`` by its angle: ``x * cos + rotate_pairs(x) * sin``,
-    where r is the tables' width; ``x[..., r:]`` passes through unchanged (partial rotary).
+    """Rotate every pair of ``x[..., :r]`` by its angle: ``x * cos + rotate_pairs(x) * sin``.
 
-    Su et al. 2021, Eq. 34. Equal bit for bit to that formula evaluated in the working dtype
-    (the dtype of ``x``; float64 for bfloat16/float16 inputs, then rounded once to their
-    dtype; with tables of x's own low-precision dtype, the exact value rounded once), on
-    every path (``tests/core/test_rope.py``, ``tests/core/test_rope_kernels.py``); within
-    float rounding of Hugging Face's ``apply_rotary_pos_emb`` for ``layout="half"`` and of Meta's
-    Llama ``apply_rotary_emb`` (complex multiplication) and RoFormer's block-diagonal matrix for
-    ``"interleaved"`` (``tests/core/test_rope_reference.py``). With r < d it is Hugging
-    Face's GPT-NeoX / Phi / Phi-3 partial rotary (``layout="half"``) and GPT-J's
-    (``"interleaved"``).
+    Su et al. 2021, Eq. 34. r is the tables' width; ``x[..., r:]`` passes through unchanged
+    (partial rotary: GPT-NeoX and Phi with ``"half"``, GPT-J with ``"interleaved"``). Every
+    ``fused`` choice gives the formula's bits; bfloat16/float16 results are correctly rounded.
+    Bit for bit covers every non-NaN result; NaN results are NaN at the same positions on every
+    path, with signs and payloads that may differ (see :doc:`/numerics`). Tested in
+    ``tests/core/test_rope_reference.py`` against Hugging Face's ``apply_rotary_pos_emb``
+    (``"half"``), Meta's Llama ``apply_rotary_emb`` and RoFormer's matrix (``"interleaved"``).
 
     Args:
-        x: ``(..., s, d)`` floating tensor, e.g. ``(b, h, s, d)``; d need not be even when
-            r < d (only the first r dims are paired). Strided (dense), as ``cos``, ``sin`` and
-            ``out``: a sparse tensor is refused.
-        cos, sin: floating tables from :func:`~posenc_core.rope.rope_cos_sin` with the same
-            ``layout``, of shape ``(s, r)`` or anything that broadcasts to ``x[..., :r]``
-            (e.g. ``(b, 1, s, r)``), on the device of ``x``; r even, 2 <= r <= d (r = d:
-            the whole head is rotated, the usual case; r < d: partial rotary).
-        layout: ``"half"`` (pairs (i, i + r/2)) or ``"interleaved"`` (pairs (2i, 2i + 1)),
-            within the first r dims.
-        fused: ``None`` (the native kernel, a small C loop compiled on first use, for CPU
-            tensors when it is available; otherwise the eager path, silently:
-            ``posenc_core.rope.native.status()`` says why), ``True`` (the native kernel: CPU
-            tensors without autograd; a RuntimeError naming the reason if it is unavailable)
-            or ``False`` (never the native kernel: the eager torch path). Every choice gives
-            the same values. With autograd (or under the caller's ``torch.compile``) the
-            plain formula runs. The environment variable ``POSENC_NATIVE`` (read when the
-            kernel is first needed) turns the native kernel off for the whole process
-            (``"0"``: None uses the eager path, True raises) or makes its absence an error
-            for None too (``"1"``).
-        out: optional tensor of the shape, dtype and device of ``x`` to write the result
-            into (returned); ``out=x`` rotates in place, and a slice of a larger buffer
-            (a KV cache, ``out=cache[:, :, t0:t1]``) works. It must not partly overlap
-            ``x``, overlap ``cos`` or ``sin`` (in place neither), nor overlap itself (several
-            indices addressing one element, as after ``expand``: ``.clone()`` it first), and
-            no input may require grad (as torch's own ``out=`` functions refuse).
+        x: ``(..., s, d)`` strided floating tensor, e.g. ``(b, h, s, d)``.
+        cos, sin: tables from :func:`~posenc_core.rope.rope_cos_sin` with the same ``layout``,
+            ``(s, r)`` or broadcasting to ``x[..., :r]`` (e.g. ``(b, 1, s, r)``), on x's
+            device; r even, 2 <= r <= d.
+        layout: ``"half"`` (pairs (i, i + r/2)) or ``"interleaved"`` (pairs (2i, 2i + 1)).
+        fused: None (the native C kernel for CPU tensors when it is available, else the eager
+            path; ``native.status()`` says which), True (the native kernel) or False (eager).
+            With autograd or under ``torch.compile`` the plain formula runs.
+        out: optional tensor of x's shape, dtype and device to write into (``out=x``: in
+            place; a KV-cache slice works); it must not partly overlap ``x``, overlap the
+            tables or itself, and no input may require grad.
 
     Returns:
-        ``out``, or a new tensor of the shape, dtype and device of ``x``. Float32/float64:
-        the formula's values for the given tables. bfloat16/float16: the correctly rounded
-        value (to nearest, ties to even) of the formula on the given inputs: exactly so
-        with tables of x's dtype (the fast case; with autograd the float64 formula rounded
-        once, which agrees unless float64 cannot hold the sum), and with float32/float64
-        tables the float64 formula rounded once (with float64 tables, as
-        :class:`RotaryEmbedding` uses for such inputs, the correctly rounded exact rotation
-        up to ties closer than float64 resolves). "Bit for bit on every path" covers every
-        result that is not a NaN (signed zeros and infinities included); NaN results are
-        NaN at the same positions on every path, with signs and payloads that may differ.
+        ``out``, or a new tensor of the shape, dtype and device of ``x``.
 
     Raises:
-        TypeError, ValueError: an invalid argument, named with the value received and what
-            is allowed; among them an ``out`` (``x`` itself when rotating in place) that
-            overlaps itself (with its shape and strides) or the tables, on every path alike;
-            a TypeError for a sparse (non-strided) tensor; a ValueError also for a
-            ``POSENC_NATIVE`` other than unset, ``""``, ``"0"`` and ``"1"`` (surrounding
-            whitespace ignored).
-        RuntimeError: the native kernel is unavailable and ``fused=True`` (or
-            ``POSENC_NATIVE=1``), naming why.
+        TypeError: a non-tensor, non-floating or sparse argument, or a ``fused`` not a bool.
+        ValueError: shapes, devices or an ``out`` that do not fit, or an invalid ``POSENC_NATIVE``.
+        RuntimeError: ``fused=True`` (or ``POSENC_NATIVE=1``) and the native kernel is unavailable.
     """
     _check_apply_args(x, cos, sin, layout, fused, out)
     return _apply(x, cos, sin, layout, fused, out)
@@ -242,10 +204,8 @@ def _overlaps_itself(t: torch.Tensor) -> bool:
     """Whether two indices of ``t`` address one element (torch's "internal overlap").
 
     Sorted by stride, a dimension whose stride exceeds the largest offset the smaller strides
-    reach cannot land on their elements; when every dimension (of size > 1) passes, as for
-    every slice, transpose or permutation of a tensor that owns its elements (a KV-cache slice
-    ``cache[:, :, t0:t1]``), there is no overlap. A stride 0 (``expand``) is an overlap. Other
-    layouts (``as_strided`` views) are decided exactly, by comparing every element's offset.
+    reach cannot land on their elements (every slice, transpose or permutation of a tensor that
+    owns its elements passes); a stride 0 is an overlap; anything else is decided exactly.
     """
     if t.is_contiguous():  # the common case, at C speed
         return False

@@ -4,18 +4,14 @@ Every pair (x1, x2) of a query or key at position m turns by the angle m * theta
 
     rope(x) = x * cos + rotate_pairs(x) * sin,      rotate_pairs: (x1, x2) -> (-x2, x1)
 
-that is (x1, x2) -> (x1 cos - x2 sin, x2 cos + x1 sin). This is Su et al. 2021 ("RoFormer"),
-Eq. 34, and Hugging Face's ``q * cos + rotate_half(q) * sin`` (``apply_rotary_pos_emb`` in
-modeling_llama.py). The two layouts say which elements form pair i:
+that is (x1, x2) -> (x1 cos - x2 sin, x2 cos + x1 sin): Su et al. 2021 ("RoFormer"), Eq. 34,
+and Hugging Face's ``q * cos + rotate_half(q) * sin`` (``apply_rotary_pos_emb``). Pair i is
+(x[i], x[i + d/2]) in the ``"half"`` layout (tables ``cat(c, c)``) and (x[2i], x[2i+1]) in the
+``"interleaved"`` one (each c_i on dims 2i, 2i+1; RoFormer, Meta's Llama code, torchtune).
 
-* ``"half"``: (x[i], x[i + d/2]); cos/sin are ``cat(c, c)``. Hugging Face's ``rotate_half``.
-* ``"interleaved"``: (x[2i], x[2i+1]); each c_i repeats on dims 2i, 2i+1. RoFormer's
-  formulation, Meta's Llama code (complex multiplication with ``freqs_cis``) and torchtune's.
-
-``rope_formula`` is that formula, used with autograd and as the body of the compiled
-kernel (``kernels.py`` holds the fast paths, each bit-identical to it);
-:func:`~posenc_core.rope.apply_rope` is the checked entry point. The tables come from
-:func:`rope_cos_sin`: angles in float64, rounded once (see ``posenc_core.rope``).
+``rope_formula`` is used with autograd and is the reference of the fast paths in
+``kernels.py``; :func:`~posenc_core.rope.apply_rope` is the checked entry point. Tables come
+from :func:`rope_cos_sin`: angles in float64, rounded once (see :doc:`/numerics`).
 
 Notation for tensor shapes: d = head_dim, s = sequence, P = any shape of positions.
 """
@@ -40,10 +36,8 @@ def rope_formula(
 ) -> torch.Tensor:
     """``x * cos + rotate_pairs(x) * sin`` in the dtype of ``cos`` (the working dtype).
 
-    Written pair by pair, (x1 c1 - x2 s1, x2 c2 + x1 s2): the same values bit for bit as
-    ``x * cos + rotate_pairs(x) * sin`` ((-a) * b == -(a * b) and u + (-w) == u - w exactly),
-    without building the rotated copy. Trusts its arguments:
-    :func:`~posenc_core.rope.apply_rope` checks them.
+    Written pair by pair, (x1 c1 - x2 s1, x2 c2 + x1 s2), with the same bits as the formula and
+    without building the rotated copy. Trusts its arguments.
 
     Args:
         x: ``(..., s, d)`` tensor.
@@ -110,9 +104,8 @@ def rope_angles(
 
     Args:
         positions: finite real positions, any shape ``P`` (integers are exact up to 2**53).
-        head_dim, base, scaling: as in :func:`~posenc_core.rope.rope_frequencies` (head_dim at
-            most 2**20); the angles (numel(P) x head_dim/2 x 8 bytes) may take at most
-            ``MAX_RESULT_BYTES`` (4 GiB).
+        head_dim, base, scaling: as in :func:`~posenc_core.rope.rope_frequencies`; the float64
+            angles may take at most ``MAX_RESULT_BYTES``.
         seq_len: for ``dynamic`` scaling, at most 2**53; defaults to max(positions) + 1, as
             Hugging Face does.
 
@@ -172,20 +165,18 @@ def rope_cos_sin(
     dtype: torch.dtype = torch.float32,
     seq_len: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """cos and sin tables for :func:`~posenc_core.rope.apply_rope`, computed in float64 and
-    rounded once.
+    """cos and sin tables for :func:`~posenc_core.rope.apply_rope`, rounded once from float64.
 
-    With ``layout="half"`` they equal Hugging Face's ``cat(freqs, freqs)`` tables; with
-    ``"interleaved"`` each frequency is repeated on dims (2i, 2i+1). For YaRN both are
-    multiplied by the attention factor (:attr:`RopeScaling.attention_scaling`), as Hugging
-    Face does. Checked against ``LlamaRotaryEmbedding`` and against numpy's float64 cos/sin
-    (correct rounding to float32, bfloat16, float16) in ``tests/core/test_rope_reference.py``.
+    ``layout="half"`` gives Hugging Face's ``cat(freqs, freqs)`` tables; ``"interleaved"``
+    repeats each frequency on dims (2i, 2i+1). With YaRN both are multiplied by
+    :attr:`RopeScaling.attention_scaling`, as Hugging Face does. Tested in
+    ``tests/core/test_rope_reference.py`` against ``LlamaRotaryEmbedding`` and numpy's float64
+    cos/sin (see :doc:`/numerics`).
 
     Args:
         positions: any shape ``P``; a 1-D ``arange(s)`` is the usual case.
-        head_dim, base, scaling, seq_len: as in :func:`rope_angles`; the two tables, counted
-            in float64 (2 x numel(P) x head_dim x 8 bytes), may take at most
-            ``MAX_RESULT_BYTES`` (4 GiB): 2**20 positions at head_dim 128 take 2 GiB.
+        head_dim, base, scaling, seq_len: as in :func:`rope_angles`; the two tables, counted in
+            float64, may take at most ``MAX_RESULT_BYTES``.
         layout: ``"half"`` or ``"interleaved"``.
         dtype: floating dtype of the tables.
 

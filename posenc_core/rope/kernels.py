@@ -1,37 +1,19 @@
 """Fast paths for :func:`~posenc_core.rope.apply_rope` without autograd, each bit-identical to
-:func:`~posenc_core.rope.formula.rope_formula` (and, for bfloat16/float16 x with tables of its
-dtype, the correctly rounded value of the exact formula).
+:func:`~posenc_core.rope.formula.rope_formula` in the working dtype (:func:`working_dtype`).
 
-* :func:`rotate` picks a path for a call: the native kernel (``native.py``: a small C loop,
-  compiled on first use, one pass per pair, in place without a temporary) for CPU tensors
-  whenever it is available, else the eager paths below, silently (same values;
-  :func:`posenc_core.rope.native.status` says why, and ``POSENC_NATIVE`` turns the kernel off,
-  ``"0"``, or makes its absence an error, ``"1"``);
+* :func:`rotate` picks a path for a call: the native kernel (``native.py``) for CPU tensors
+  when it is available (``fused=None``) or required (``fused=True``), else the eager paths;
 * :func:`apply_eager`: cache-sized chunks with ``out=`` arithmetic, every product and sum its
-  own operation; for bfloat16/float16 inputs with wider tables each chunk is rotated in float64
-  and rounded once, on the bits, in place (``_numerics.round_once_into``), with a guard for
-  results below float32's normal range;
-* :func:`exact_low`: bfloat16/float16 x with tables of its dtype off the native kernel: float64
-  products (exact), TwoSum and one rounding of the exact sum (``_numerics.round_sum_once``).
+  own operation (no fused multiply-add); bfloat16/float16 inputs with wider tables are rotated
+  in float64 and rounded once, in place (``_numerics.round_once_into``);
+* :func:`exact_low`: bfloat16/float16 x with tables of its dtype off the native kernel: exact
+  float64 products, TwoSum and one rounding (``_numerics.round_sum_once``).
 
-``fused`` selects among them: None (the native kernel when it is available, else eager), True
-(the native kernel; a RuntimeError if it is unavailable), False (never the native kernel).
-Every product and sum of ``x * cos + rotate_pairs(x) * sin`` is its own operation, rounded once
-as the formula rounds it; no fused multiply-add (it rounds once where the formula rounds twice).
-``tests/core/test_rope.py``, ``test_rope_kernels.py`` and ``test_rope_native.py`` assert the
-equalities bit for bit for each path, every table shape, both layouts, partial rotary and
-``out=``. Bit for bit means: every result that is not a NaN has the same bits on every path
-(signed zeros and infinities included); NaN results are NaN at the same positions on every
-path, with signs and payloads that may differ (the tests compare NaN positions, and the bits
-everywhere else).
-
-Partial rotary (tables of width r < d): the paths rotate ``x[..., :r]`` into ``out[..., :r]``
-and copy ``x[..., r:]`` into ``out[..., r:]`` (nothing to copy when rotating in place).
-
-They trust their arguments: ``apply_rope`` and ``RotaryEmbedding.forward`` check them, convert
-the tables to the working dtype (:func:`working_dtype`) and route autograd and
-``torch.compile`` callers to the plain formula. Timings and the measurements behind the
-constants below are in ``benchmarks/README.md``.
+Bit for bit covers every non-NaN result; NaN results are NaN at the same positions on every
+path, with signs and payloads that may differ. See :doc:`/numerics` for the contract and its
+tests (``tests/core/test_rope.py``, ``test_rope_kernels.py``, ``test_rope_native.py``); the
+measurements behind the constants below are in ``benchmarks/README.md``. The paths trust their
+arguments: ``apply_rope`` and ``RotaryEmbedding.forward`` check them.
 
 Notation for tensor shapes: n = the leading dimensions of x flattened, s = sequence,
 d = head_dim, r = rotary width (r <= d).
@@ -85,11 +67,8 @@ def rotate(
         cos, sin: ``(..., s or 1, r)`` tables in the working dtype, broadcasting to
             ``x[..., :r]``.
         layout: ``"half"`` or ``"interleaved"``.
-        fused: None (the native kernel for CPU tensors when it is available; otherwise the
-            eager paths, silently: ``native.status()`` says why), True (the native kernel; a
-            RuntimeError naming the reason if it is unavailable) or False (the eager paths).
-            ``POSENC_NATIVE`` (read by the kernel on first use) can turn the native kernel off
-            (``"0"``) or make its absence an error for None too (``"1"``).
+        fused: None (the native kernel for CPU tensors when it is available, else eager), True
+            (the native kernel; a RuntimeError naming why if it is unavailable) or False.
         out: None, x itself (in place) or a tensor of x's shape, dtype and device that shares
             no memory with x.
 
@@ -205,13 +184,11 @@ def apply_eager(
 def exact_low(
     x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str, out: torch.Tensor
 ) -> None:
-    """The correctly rounded rotation of bfloat16/float16 ``x`` by tables of its own dtype,
-    always: the eager path for such inputs (``fused=False``, or no native kernel).
+    """The correctly rounded rotation of bfloat16/float16 ``x`` by tables of its own dtype.
 
-    In float64 every product of two bfloat16 (or float16) numbers is exact, whatever their
-    exponents; TwoSum gives the exact error of each sum and :func:`round_sum_once` rounds
-    the exact value once. Chunks of ``CHUNK_ELEMENTS_LOW`` rows bound the float64
-    temporaries.
+    Products of two bfloat16 (or float16) numbers are exact in float64; TwoSum gives each sum's
+    exact error and :func:`round_sum_once` rounds the exact value once. Chunks of
+    ``CHUNK_ELEMENTS_LOW`` rows bound the float64 temporaries.
 
     Args:
         x: ``(..., s, r)`` bfloat16/float16 tensor.

@@ -35,36 +35,18 @@ _CACHE_MAX_POSITIONS = 1 << 16
 class RotaryEmbedding(nn.Module):
     """RoPE for query and key tensors, with a cache that grows with the sequence.
 
-    **Partial rotary.** The first ``rotary_dim`` dims of each head are rotated, with
-    frequencies over that width, theta_i = base**(-2i/rotary_dim), i < rotary_dim / 2 (as
-    Hugging Face computes them for ``partial_rotary_factor``, and as GPT-J's ``rotary_dim``);
-    pairs are formed by ``layout`` within those dims, and dims ``rotary_dim ..`` pass through
-    unchanged (GPT-NeoX/Pythia rotate 25% of each head, GPT-J 64 of 256 dims, Phi-2 40%).
-
-    **Tables and cache.** cos/sin rows (width rotary_dim) for positions 0 .. n-1 are cached in
-    float32 for float32 inputs and in float64 otherwise (float64 inputs, and bfloat16/float16
-    ones, whose result is then the correctly rounded exact rotation), and regrown to the next
-    power of two when a larger position arrives (positions of 2**16 and more are computed per
-    call instead, so a decoding step far into a sequence does not allocate rows for every
-    position before it), or rebuilt when the inputs move to another device; the cache is not a
-    buffer, so ``module.to(torch.bfloat16)`` cannot round it.
-
-    **Length-dependent scaling (dynamic NTK, LongRoPE), stated precisely.** Each call uses
-    one sequence length, L = max(positions) + 1 over the whole call (every row of a (b, s)
-    positions tensor; an int offset o gives L = o + s), as Hugging Face's
-    ``dynamic_rope_update`` does. Dynamic NTK then uses the base for max(L, L0) (L <= L0: plain
-    RoPE); LongRoPE uses ``long_factor`` when L > L0 and ``short_factor`` otherwise. Nothing
-    is kept between calls: a call's tables depend only on its own positions, never on what
-    the module saw before (Hugging Face's module keeps the frequencies of the longest call so
-    far while the length stays >= L0, so a long prompt changes the rotation of a later,
-    shorter one: transformers issue 25306; ``tests/core/test_rope_module.py`` reproduces it
-    with transformers' own class). What no per-call rule can fix: keys rotated in an earlier
-    call and kept in a KV cache keep the base (or factors) of the call that rotated them, so
-    after decoding past L0 the cached keys and the new queries disagree (issue 25104).
-    Rotate the whole sequence again (one call over all positions) to get one consistent base.
+    Rotates the first ``rotary_dim`` dims of each head (pairs by ``layout``), with frequencies
+    over that width, theta_i = base**(-2i/rotary_dim), as Hugging Face's
+    ``partial_rotary_factor`` and GPT-J's ``rotary_dim``; the other dims pass through. Tables are
+    cached (float32 for float32 inputs, float64 otherwise; not a buffer, so a cast cannot round
+    them); see :doc:`/numerics`. Each call uses one length, L = max(positions) + 1, for dynamic
+    NTK and LongRoPE, as Hugging Face's ``dynamic_rope_update``, and keeps nothing between calls
+    (unlike Hugging Face's module, transformers issue 25306); keys cached from an earlier call keep
+    the base they were rotated with (issue 25104). Tested in ``tests/core/test_rope_module.py``
+    against Hugging Face's GPT-NeoX ``apply_rotary_pos_emb`` and rotary classes.
 
     Args:
-        head_dim: per-head width d, positive and even, at most 2**20 (``MAX_WIDTH``).
+        head_dim: per-head width d, positive and even, at most ``MAX_WIDTH``.
         base: rope_theta.
         scaling: None, a :class:`~posenc_core.rope.RopeScaling` or a Hugging Face-style
             scaling dict (see :func:`~posenc_core.rope.parse_scaling`); kept parsed, as
@@ -118,31 +100,26 @@ class RotaryEmbedding(nn.Module):
     ) -> RotaryEmbedding | None:
         """The rotary embedding a Hugging Face model applies, from its configuration.
 
-        Reads head_dim, rotary_dim, base, scaling and layout per layer with
-        :func:`~posenc_core.rope.layer_facts` (the per-layer rules) and
-        :func:`~posenc_core.rope.rope_config_from_hf` (the keys of each architecture and the
-        checks). Checked against the models' own classes in ``tests/core/test_rope_models.py``
-        and ``tests/core/test_rope_layer_models.py``.
+        Reads head_dim, rotary_dim, base, scaling and layout with
+        :func:`~posenc_core.rope.layer_facts` and :func:`~posenc_core.rope.rope_config_from_hf`.
+        Tested in ``tests/core/test_rope_models.py`` and ``test_rope_layer_models.py`` against the
+        models' own classes.
 
         Args:
             config: a ``transformers`` ``PretrainedConfig`` (anything with ``to_dict()``) or the
-                dict of a ``config.json``, with ``rope_parameters`` (flat or keyed by layer
-                type) or ``rope_theta`` + ``rope_scaling``.
-            layer: None (the rotation of every layer, for a model whose layers all rotate
-                alike) or the index of a decoder layer, 0 <= layer < num_hidden_layers.
+                dict of a ``config.json``.
+            layer: None (every layer, when all rotate alike) or a decoder layer's index.
             layout: None (the architecture's: ``"interleaved"`` for GPT-J, CodeGen, Cohere,
-                Llama 4 and DeepSeek-V3 with ``rope_interleave``; ``"half"`` for every model
-                using ``rotate_half``) or a layout that overrides it (for weights permuted with
-                :func:`~posenc_core.rope.permute_qk_weight`, say).
+                Llama 4 and DeepSeek-V3 with ``rope_interleave``, else ``"half"``) or a
+                layout that overrides it (for weights permuted with
+                :func:`~posenc_core.rope.permute_qk_weight`).
 
         Returns:
-            a :class:`RotaryEmbedding`, or None for a layer that does not rotate (a NoPE layer
-            of Llama 4 or SmolLM3, a global layer of Cohere2, a linear-attention layer).
+            a :class:`RotaryEmbedding`, or None for a layer that does not rotate (a NoPE layer).
 
         Raises:
-            ValueError: ``layer`` is None but the layers differ (the message lists them),
-                ``layer`` is out of range, or the config is refused by
-                :func:`~posenc_core.rope.layer_facts`.
+            ValueError: ``layer`` None while the layers differ, ``layer`` out of range, or a config
+                :func:`~posenc_core.rope.layer_facts` refuses.
         """
         if layout is not None:
             layout = check.layout("layout", layout)
@@ -172,19 +149,16 @@ class RotaryEmbedding(nn.Module):
         Args:
             q: ``(..., s, head_dim)``, e.g. ``(b, h, s, d)``.
             k: ``(..., s, head_dim)`` with the same sequence length as ``q``.
-            positions: None (positions 0 .. s-1), an int offset >= 0 (positions offset ..
-                offset+s-1, for decoding after a KV cache; offset + s - 1 <= 2**53, the
-                integers float64 holds exactly), or a real (integer or float, finite;
-                integers within [-2**53, 2**53]) tensor of shape ``(s,)`` (one sequence for
-                every row) or ``(b, s)`` (one per row: a left-padded batch, see
-                :func:`~posenc_core.positions.positions_from_attention_mask`, or packed
-                documents, :func:`~posenc_core.positions.packed_positions`); ``(b, s)`` needs q
-                and k of shape ``(b, s, d)`` or ``(b, h, s, d)`` (b may also be 1).
+            positions: None (0 .. s-1), an int offset >= 0 (offset .. offset+s-1, for decoding
+                after a KV cache), or a finite real tensor ``(s,)`` or ``(b, s)`` (one row per
+                batch row: left padding, see
+                :func:`~posenc_core.positions.positions_from_attention_mask`, or packing,
+                :func:`~posenc_core.positions.packed_positions`; q and k then ``(b, s, d)`` or
+                ``(b, h, s, d)``). Integers are exact up to 2**53.
 
         Returns:
             ``(q_rotated, k_rotated)`` with the shapes and dtypes of ``q`` and ``k``: what
-            :func:`apply_rope` gives with this module's tables (dims rotary_dim .. head_dim-1
-            unchanged).
+            :func:`apply_rope` gives with this module's tables.
         """
         pos = self._check_inputs(q, k, positions)  # (s,) or (b, s)
         dtype = torch.float32 if q.dtype == k.dtype == torch.float32 else torch.float64
@@ -237,17 +211,9 @@ class RotaryEmbedding(nn.Module):
     def _tables(
         self, positions: torch.Tensor, dtype: torch.dtype, device: torch.device
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """cos and sin for checked ``positions`` (shape P, on any device), from the cache when
-        they are integers in [0, 2**16) and the scaling does not depend on the sequence length.
-
-        Args:
-            positions: integer or real positions, shape P.
-            dtype: dtype of the inputs they will rotate: float32 gets float32 tables, any
-                other dtype float64 ones.
-            device: where the tables go.
-
-        Returns:
-            ``(cos, sin)``, each of shape P + (rotary_dim,).
+        """cos and sin for checked ``positions`` (shape P), cached for integers below the cache
+        limit when the scaling does not depend on the length; float32 tables for float32
+        inputs, float64 otherwise, on ``device`` -> each P + (rotary_dim,).
         """
         table_dtype = torch.float32 if dtype == torch.float32 else torch.float64
         integral = not positions.is_floating_point() or bool((positions == positions.round()).all())

@@ -1,100 +1,26 @@
-"""The native CPU kernel of :func:`~posenc_core.rope.apply_rope`: a small C function
-(``native.c`` beside this module), compiled on first use with the system C compiler and called
-through ``ctypes`` on the tensors' data pointers.
+"""The native CPU kernel of :func:`~posenc_core.rope.apply_rope`: ``native.c`` beside this
+module, compiled on first use with the system C compiler and called through ``ctypes`` on the
+tensors' data pointers.
 
 One pass per pair: read x1 = x[i] and x2 = x[partner(i)] (``"half"``: i + r/2;
-``"interleaved"``: 2i + 1) and the table entries, write both outputs. Rotating in place
-(``out is x``) is therefore safe with no temporary, and partial rotary copies the pass-through
-dims ``x[..., r:]`` in the same loop over rows. Rows are split over ``torch.get_num_threads()``
-OpenMP threads where the compiler has OpenMP (else one thread); every element is computed on
-its own, so the bits do not depend on the number of threads (tested).
+``"interleaved"``: 2i + 1) and the table entries, write both outputs, so rotating in place
+needs no temporary. Rows are split over ``torch.get_num_threads()`` OpenMP threads where the
+compiler has OpenMP; the bits do not depend on the number of threads. float32/float64: the
+formula's roundings (compiled with ``-ffp-contract=off``, never ``-ffast-math``);
+bfloat16/float16 with tables of x's dtype: the correctly rounded exact value (TwoSum, round to
+odd, then to nearest even; Boldo and Melquiond 2008); with float64 tables: the float64 formula
+rounded once. Bit for bit covers every non-NaN result; NaN results are NaN at the same
+positions on every path, with signs and payloads that may differ.
 
-What each dtype computes (``tests/core/test_rope_native.py`` checks each bit for bit):
-
-* float32/float64 x and tables: ``x1*c1 - x2*s1`` and ``x2*c2 + x1*s2``, every product and sum
-  rounded on its own, in that order: the formula's roundings
-  (:func:`~posenc_core.rope.formula.rope_formula`), so Hugging Face's
-  ``q * cos + rotate_half(q) * sin`` bit for bit. Compiled with ``-ffp-contract=off`` (no fused
-  multiply-add, which rounds once where the formula rounds twice) and never ``-ffast-math`` /
-  ``-Ofast`` (they would reassociate sums and flush subnormals).
-* bfloat16/float16 x with tables of its dtype: the correctly rounded value of the exact
-  ``x1*c1 - x2*s1`` (to nearest, ties to even). Products of two bfloat16 (8 significant bits) or
-  two float16 (11) numbers are exact in float32 (24) unless they underflow; Knuth's TwoSum gives
-  the rounded float32 sum s and its exact error e; rounding s *to odd* (if e != 0 and s's last
-  bit is 0, move s one ulp toward e on its bits) leaves the float32 -> bfloat16/float16
-  conversion (to nearest even: in integer arithmetic, or with AVX-512 the hardware's
-  vcvtps2ph and, where AVX512_BF16 exists, vcvtneps2bf16 for vectors holding no float32
-  subnormal, which that instruction flushes) as the only rounding (Boldo and
-  Melquiond 2008: round-to-odd at precision 24 >= p + 2 then to nearest at p = 8 or 11 is the
-  correct rounding, subnormal targets included). float16 products lie in [2**-48, 2**32],
-  always exact. bfloat16 has float32's exponent range: rows holding an |x| outside
-  [2**-63, 2**100) (zero, inf and NaN are fine), or every row when a table entry is outside
-  [2**-63, 2**8] (checked in Python on the small tables), take a scalar exact path: float64
-  products (exact), TwoSum in float64, round to odd into float32 on the float32 grid
-  (subnormals included), then to nearest even. Any row width the eager path takes, this path
-  takes: its buffers are allocated once per thread and call, never on the stack.
-* bfloat16/float16 x with float64 tables (what RotaryEmbedding uses for such inputs): the
-  formula in float64 (each product and sum rounded in float64), rounded once to the dtype:
-  to odd into float32, then to nearest even (as ``_numerics.round_once``).
-
-"Bit for bit" covers every result that is not a NaN: equal bits on every path, signed zeros
-and infinities included (they follow IEEE's rules as the float64 formula does). NaN results
-are NaN at the same positions on every path, but their sign and payload may differ between
-paths (bfloat16: 0x7FC0 from this kernel's integer conversion, the sign kept by the
-AVX512_BF16 one, 0xFFFF from the eager path's rounding on the bits); the tests compare NaN
-positions, and the bits everywhere else. Each thread sets round-to-nearest and clears
-flush-to-zero / denormals-are-zero (x86 MXCSR) for the duration of the call, so subnormals are
-honoured whatever the caller set.
-
-Build and cache. The library is compiled with ``$CC`` (else ``cc``; split as a shell would,
-so ``CC="ccache gcc"`` runs the program ``ccache``, looked up on ``PATH``, with ``gcc`` as its
-first argument) into the cache folder, ``$POSENC_CACHE_DIR`` if set, else
-``~/.cache/posenc_core``, under a name keyed by the SHA-256 of ``native.c``'s bytes, the
-compiler's identity (every word of ``$CC`` and its ``--version``), the flags (after the OpenMP
-probe) and the CPU's feature flags (``-march=native``). Nothing is downloaded. Where ``HOME`` is
-empty, or the home folder is not an absolute path, is the filesystem root or does not exist,
-no folder is created relative to it (``HOME=""`` would make ``~/.cache`` ``/.cache``): the
-default cache is unavailable and the private temporary folder below is used.
-
-* Trust: a library is loaded only from a folder owned by this user, writable by nobody else
-  and not a symbolic link, and only a regular file that is owned by this user, writable by
-  nobody else, not a link, and whose SHA-256 matches the record written beside it after its
-  build (``<library>.sha256``, under the same checks). The bytes hashed are read from the
-  descriptor that is then loaded (through ``/proc/self/fd`` where it exists), and files are
-  opened relative to the checked folder's own descriptor. A missing, corrupt (truncated,
-  overwritten) or untrusted library is rebuilt, never loaded. Folders this module creates
-  (the cache folder and its missing parents) get mode 0700 whatever the umask.
-* A cache folder that fails these checks (writable by group or others, someone else's, a
-  symbolic link, on a filesystem mounted noexec, where no library can be loaded) or that
-  cannot be created or written is not used: the library is built in a private temporary folder
-  (mode 0700) of this process, removed at exit; :func:`status` says why. A read-only cache
-  folder that holds a valid library and its record is used as it is.
-* One build at a time: a lock per kernel and one per folder within the process, and across
-  processes an ``flock`` on ``rope_native.lock`` in the cache folder (where ``fcntl`` exists),
-  tried without blocking for at most ``LOCK_WAIT_S`` (5 s): if another process still holds it
-  (building, or stopped while holding it), this process does not wait longer and uses the
-  eager paths, :func:`status` saying so. Once the locks are held, the folder is checked again,
-  since another process may just have built the library. A build goes to a private subfolder
-  and is renamed into place atomically.
-* Bounded time: ``--version`` and the OpenMP probe may take ``PROBE_TIMEOUT_S`` (15 s) each,
-  the build ``BUILD_TIMEOUT_S`` (60 s; it takes about 5 s). The compiler runs in a process
-  group of its own, killed whole (it and every process it started) when it times out; the
-  kernel is then unavailable (``"the C compiler timed out after 60 s (...)"``), and a probe that
-  times out is not followed by a build.
-* OpenMP only where the compiler has it: ``-fopenmp`` is probed once per compiler (a tiny
-  program) when a library is built; without it the library is single-threaded, same bits
-  (``native.c`` guards every OpenMP use with ``#ifdef _OPENMP``). The flags are part of the
-  library's name, so the library in the cache records the outcome: later processes look for
-  the OpenMP build, then the single-threaded one, and probe nothing.
-
-``POSENC_NATIVE``, read when the kernel is first needed (surrounding whitespace ignored):
-unset or ``""``, use the kernel when it builds, else the eager paths, silently (every failure
-above: no warning, no error); ``"0"``, never use it (``fused=True`` then raises a RuntimeError
-saying so); ``"1"``, require it (a failed build, a compiler timeout or a build lock held too
-long is a RuntimeError for ``fused=None`` too); any other value is a ValueError. Why the
-kernel is unavailable (no compiler, the compile error's first line, a timeout, the lock,
-``POSENC_NATIVE=0``) is kept in :attr:`NativeKernel.error`; :func:`status` reports it with the
-library, the folder, the compiler and whether OpenMP is in.
+The library is cached (``$POSENC_CACHE_DIR``, else ``~/.cache/posenc_core``) under a name keyed
+by the SHA-256 of ``native.c``, the compiler, the flags and the CPU, and loaded only from a
+folder and file that only this user can write, whose SHA-256 matches its record; otherwise it
+is rebuilt, in a private temporary folder if the cache folder is not trusted. Builds are
+serialised by locks and bounded by ``LOCK_WAIT_S``, ``PROBE_TIMEOUT_S`` and
+``BUILD_TIMEOUT_S``. ``POSENC_NATIVE`` (``"0"``: off; ``"1"``: required; unset or ``""``: used
+when it builds) is read when the kernel is first needed; :func:`status` says whether the kernel
+is in use and why not. The per-dtype arithmetic, the trust rules and their tests
+(``tests/core/test_rope_native.py``, ``test_rope_faults.py``) are on the :doc:`/numerics` page.
 
 Notation for tensor shapes: s = sequence, d = head_dim, r = rotary width (r <= d); x is
 ``(..., s, d)`` with its last dimension contiguous.

@@ -105,15 +105,7 @@ def marked_curves_figure(
     if logy:
         ax.set_yscale("log")
     for name, value in (hlines or {}).items():
-        ax.axhline(value, color="0.35", ls=":", lw=1, zorder=1)
-        ax.annotate(
-            name,
-            (0.01, value),
-            xycoords=("axes fraction", "data"),
-            va="bottom",
-            fontsize=8,
-            color="0.25",
-        )
+        _labelled_hline(ax, name, value, zorder=1)
     for name, value in (vlines or {}).items():
         ax.axvline(value, color="0.35", ls=":", lw=1, zorder=1)
         ax.annotate(
@@ -138,6 +130,13 @@ def marked_curves_figure(
     else:
         ax.legend(fontsize=8, frameon=False, loc=legend_loc)
     return fig
+
+
+def _labelled_hline(ax, name: str, value: float, **line) -> None:
+    """A dotted horizontal line at ``value``, labelled ``name`` at the left."""
+    ax.axhline(value, color="0.35", ls=":", lw=1, **line)
+    ax.annotate(name, (0.01, value), xycoords=("axes fraction", "data"), va="bottom", fontsize=8,
+                color="0.25")  # fmt: skip
 
 
 def wavelength_figure(
@@ -355,15 +354,7 @@ def band_panels_figure(
             # the curves it crosses
             ax.axvline(vline[0], color="0.35", ls=":", lw=1.2, label=vline[1])
         for name, value in (hlines or {}).items():
-            ax.axhline(value, color="0.35", ls=":", lw=1)
-            ax.annotate(
-                name,
-                (0.01, value),
-                xycoords=("axes fraction", "data"),
-                va="bottom",
-                fontsize=8,
-                color="0.25",
-            )
+            _labelled_hline(ax, name, value)
         if logy:
             ax.set_yscale("log")
         if logx:

@@ -66,13 +66,7 @@ def unit_circle_figure(
             vmax=n_positions - 1,
         )
         for q in labels:
-            ax.annotate(
-                str(q),
-                (1.2 * np.cos(w * q), 1.2 * np.sin(w * q)),
-                ha="center",
-                va="center",
-                fontsize=8,
-            )
+            _position_label(ax, w, q)
         if shift is not None:
             for k, s in enumerate(starts):
                 a, b = w * s, w * (s + shift)
@@ -88,14 +82,7 @@ def unit_circle_figure(
                     },
                 )
                 for q in (s, s + shift):
-                    ax.annotate(
-                        str(q),
-                        (1.2 * np.cos(w * q), 1.2 * np.sin(w * q)),
-                        ha="center",
-                        va="center",
-                        fontsize=8,
-                        color=OKABE_ITO[(k + 3) % len(OKABE_ITO)],
-                    )
+                    _position_label(ax, w, q, color=OKABE_ITO[(k + 3) % len(OKABE_ITO)])
         ax.set_aspect("equal")
         ax.set(
             xlim=(-1.4, 1.4),
@@ -108,3 +95,9 @@ def unit_circle_figure(
         ax.set_ylabel("sin(ωp)  (dim 2i)")
     fig.colorbar(sc, ax=list(axes), location="bottom", fraction=0.04, aspect=50, label="position p")
     return fig
+
+
+def _position_label(ax, omega: float, q: int, **kw) -> None:
+    """Position ``q``'s number just outside the unit circle, at angle omega * q."""
+    xy = (1.2 * np.cos(omega * q), 1.2 * np.sin(omega * q))
+    ax.annotate(str(q), xy, ha="center", va="center", fontsize=8, **kw)

@@ -141,15 +141,11 @@ for (const fn of FORMULAS) {
   });
 }
 
-// Arguments the explorers' controls never give, where explorer.js is known to differ from
-// posenc_core (each case says how, in `gap`): odd widths (explorer.js does not check its
-// arguments, and a typed array's length truncates d / 2), yarn's beta_fast 0 and truncate
-// false, llama3 with equal factors exactly at the band's edge, ntk at head_dim 2. A todo:
-// reported with the list of cases, never failing the run, and passing once explorer.js agrees
-// (gives posenc_core's values, or throws where posenc_core refuses).
-const TODO = "explorer.js differs from posenc_core outside the explorers' controls";
+// Arguments the explorers' controls never give (each case says which, in `gap`): odd widths,
+// yarn's beta_fast 0 and truncate false, llama3 with equal factors exactly at the band's edge,
+// ntk at head_dim 2. explorer.js gives posenc_core's values there, or throws where it refuses.
 const OUTSIDE = "outside the controls, explorer.js agrees with posenc_core or refuses as it does";
-test(OUTSIDE, { skip, todo: TODO }, () => {
+test(OUTSIDE, { skip }, () => {
   const gaps = cases.filter((c) => c.gap);
   assert.ok(gaps.length > 0, "the fixture has no case outside the controls");
   const differ = new Map();

@@ -16,6 +16,7 @@ const TAU = 2 * Math.PI;
 
 // theta_i = base ** (-2i / d), i = 0 .. d/2 - 1 (posenc_core.sinusoidal.sinusoidal_frequencies)
 export function sinusoidal_frequencies(d, base) {
+  if (!Number.isInteger(d) || d < 2 || d % 2) throw new RangeError(`d must be an even integer >= 2, got ${d}`);
   const out = new Float64Array(d / 2);
   for (let i = 0; i < d / 2; i++) out[i] = Math.pow(base, -(2 * i) / d);
   return out;
@@ -63,6 +64,7 @@ export function shift_matrix_block(k, d, base, i) {
 }
 
 function ntk_base(base, d, ratio) {
+  if (d <= 2) throw new RangeError(`NTK scaling needs d > 2 (exponent d / (d - 2)), got ${d}`);
   return base * Math.pow(ratio, d / (d - 2));
 }
 
@@ -82,11 +84,12 @@ export function rope_frequencies(d, base, scaling, seq_len) {
       return sinusoidal_frequencies(d, ntk_base(base, d, 1 + (s * (length - l0)) / l0));
     }
     case "yarn": {
-      const fast = scaling.beta_fast ?? 32;
-      const slow = scaling.beta_slow ?? 1;
+      const fast = scaling.beta_fast || 32; // 0 or missing: the default, as Hugging Face reads it
+      const slow = scaling.beta_slow || 1;
+      const truncate = scaling.truncate !== false; // GPT-OSS: false keeps the fractional range
       const dim = (n) => (d * Math.log(l0 / (n * TAU))) / (2 * Math.log(base));
-      let low = Math.floor(dim(fast));
-      let high = Math.ceil(dim(slow));
+      let low = truncate ? Math.floor(dim(fast)) : dim(fast);
+      let high = truncate ? Math.ceil(dim(slow)) : dim(slow);
       low = Math.max(low, 0);
       high = Math.min(high, d - 1);
       if (low === high) high += 0.001;
@@ -99,6 +102,7 @@ export function rope_frequencies(d, base, scaling, seq_len) {
     case "llama3": {
       const lo = scaling.low_freq_factor;
       const hi = scaling.high_freq_factor;
+      if (hi === lo) return inv.map((t) => (TAU / t > l0 / lo ? t / s : t)); // no smoothing band
       return inv.map((t) => {
         const wavelen = TAU / t;
         if (wavelen < l0 / hi) return t;
@@ -147,6 +151,7 @@ function rotated_dot(q, k, delta) {
 
 // scores of the query patch (r, c) under axial 2-D RoPE (posenc_core.multi_axis.axial_score_grid)
 export function axial_score_grid(n, r, c, d, base, q, k) {
+  if (d % 4) throw new RangeError(`axial 2-D RoPE needs head_dim divisible by 4, got ${d}`);
   const theta = sinusoidal_frequencies(d / 2, base); // d/4 frequencies per axis
   const quarter = d / 4;
   const delta = new Float64Array(d / 2);

@@ -1,37 +1,24 @@
 """RoPE over more than one axis: axial 2-D RoPE for image patches and multimodal RoPE (M-RoPE).
 
-1-D RoPE turns pair i of a query or key at position m by m * theta_i. With several axes
-(a patch's row and column; a token's time, height and width) each pair still turns by one
-angle, but the pairs are shared out among the axes: a pair assigned to axis a turns by
-p_a * theta, where p_a is the token's coordinate on that axis. A score then depends on the
-positions only through the offsets on every axis, since within one pair
-<R(p_a) q, R(p'_a) k> depends only on p'_a - p_a (Su et al. 2021, Eq. 16, applied per pair).
-
-Two schemes from Qwen2-VL (Wang et al. 2024, "Qwen2-VL: Enhancing Vision-Language Model's
-Perception of the World at Any Resolution", Sec. 2.1), reproduced as Hugging Face's
-transformers 5.23.0 implements them (``transformers.models.qwen2_vl.modeling_qwen2_vl``):
+With several axes (a patch's row and column; a token's time, height and width) each pair still
+turns by one angle, but the pairs are shared out among the axes: a pair assigned to axis a
+turns by p_a * theta. A score then depends on the positions only through the offsets on every
+axis (Su et al. 2021, Eq. 16, applied per pair). Two schemes from Qwen2-VL (Wang et al. 2024,
+Sec. 2.1), as transformers 5.23.0 implements them:
 
 * **Axial 2-D RoPE** (the vision tower, ``Qwen2VLVisionRotaryEmbedding``): the first
-  head_dim/4 pairs turn with the patch's row, the last head_dim/4 with its column, each axis
-  with the frequencies of a 1-D RoPE over head_dim/2 dims, theta_k = base**(-4k/head_dim).
-  :func:`axial_rope_cos_sin`; :func:`vision_patch_positions` gives the (row, col) of every
-  patch in the order the vision tower sees them (spatial-merge blocks first).
-* **M-RoPE** (the language model, ``Qwen2VLRotaryEmbedding``): the ordinary 1-D frequencies
-  theta_i = base**(-2i/head_dim), with the pairs cut into three consecutive sections
-  (``mrope_section``, [16, 24, 24] for Qwen2-VL's head_dim 128) that turn with the temporal,
-  height and width position ids. :func:`mrope_cos_sin`, with the position ids of a text and
-  image sequence from :func:`mrope_position_ids`.
+  head_dim/4 pairs turn with the patch's row, the last head_dim/4 with its column, with
+  theta_k = base**(-4k/head_dim): :func:`axial_rope_cos_sin`, :func:`vision_patch_positions`.
+* **M-RoPE** (the language model, ``Qwen2VLRotaryEmbedding``): the 1-D frequencies, with the
+  pairs cut into three sections (``mrope_section``) that turn with the temporal, height and
+  width position ids: :func:`mrope_cos_sin`, :func:`mrope_position_ids`.
 
-Both give half-layout tables (pair i = dims (i, i + head_dim/2), Hugging Face's
-``rotate_half``) for :func:`posenc_core.rope.apply_rope`. Angles are computed in float64 and
-rounded once, as :func:`posenc_core.rope.rope_cos_sin` does. :func:`pair_axes` names the axis
-of every pair (for the figure), and :func:`axial_score_grid` and :func:`raster_score_grid`
-give one query patch's scores against every patch of a grid, under axial 2-D RoPE and under
-1-D RoPE on the raster index, to show what the second axis changes.
-
-Checked in ``tests/core/test_multi_axis.py`` against ``Qwen2VLVisionRotaryEmbedding`` with
-``transformers.vision_utils.get_vision_position_ids``, ``Qwen2VLRotaryEmbedding`` and
-``Qwen2VLModel.get_rope_index``.
+Both give half-layout tables for :func:`posenc_core.rope.apply_rope`, from float64 angles
+rounded once (see :doc:`/numerics`). :func:`pair_axes` names the axis of every pair;
+:func:`axial_score_grid` and :func:`raster_score_grid` give one query patch's scores against a
+grid under axial 2-D RoPE and under 1-D RoPE on the raster index. Tested in
+``tests/core/test_multi_axis.py`` against ``Qwen2VLVisionRotaryEmbedding``,
+``get_vision_position_ids``, ``Qwen2VLRotaryEmbedding`` and ``Qwen2VLModel.get_rope_index``.
 
 Notation for tensor shapes: d = head_dim, s = sequence, P = any shape of positions, n = t*h*w
 patches of one image.
@@ -162,32 +149,23 @@ def axial_rope_cos_sin(
     base: float = 10000.0,
     dtype: torch.dtype = torch.float32,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """cos and sin tables of axial 2-D RoPE for patches at (row, col), as Qwen2-VL's vision
-    tower builds them.
+    """cos and sin tables of axial 2-D RoPE for patches at (row, col), as Qwen2-VL's vision tower.
 
-    Pairs k = 0 .. d/4 - 1 turn by ``row * theta_k`` and pairs d/4 + k by ``col * theta_k``,
-    with theta_k = base**(-4k/d) = base**(-2k/(d/2)): both axes use the frequencies of a 1-D
-    RoPE over d/2 dims. In the half layout pair j is dims (j, j + d/2), so the tables are
-    ``cat(c_row, c_col, c_row, c_col)`` with c_row = cos(row * theta), c_col = cos(col *
-    theta), each (P, d/4). This is ``Qwen2VLVisionRotaryEmbedding`` (transformers 5.23.0:
-    ``compute_axial_rope_parameters`` gives theta over ``arange(0, d/2, 2) / (d/2)``;
-    ``recomposition_frequencies`` concatenates the row and column frequencies and repeats the
-    result), applied with ``rotate_half`` in ``apply_rotary_pos_emb_vision``. Equal to it to
-    float32 rounding in ``tests/core/test_multi_axis.py`` (Hugging Face computes the angles in
-    float32; here they are float64, rounded once).
+    Pairs k < d/4 turn by ``row * theta_k`` and pairs d/4 + k by ``col * theta_k``, with
+    theta_k = base**(-4k/d); in the half layout the tables are ``cat(c_row, c_col, c_row, c_col)``.
+    Tested in ``tests/core/test_multi_axis.py`` against ``Qwen2VLVisionRotaryEmbedding`` with
+    ``apply_rotary_pos_emb_vision``, to float32 rounding (its angles are float32, these float64).
 
     Args:
-        rows, cols: the patches' row and column indices (integers, or any finite reals),
-            tensors or sequences of one shape ``P``; :func:`vision_patch_positions` gives
-            them in the vision tower's order.
-        head_dim: per-head width, a positive multiple of 4 (Qwen2-VL's vision tower: 80), at
-            most 2**20 (``MAX_WIDTH``); the tables, counted in float64 (2 x numel(P) x
-            head_dim x 8 bytes), may take at most ``MAX_RESULT_BYTES`` (4 GiB).
-        base: rope_theta, finite and > 1 (Qwen2-VL's vision tower: 10000).
+        rows, cols: the patches' row and column indices (finite reals), one shape ``P``;
+            :func:`vision_patch_positions` gives them in the vision tower's order.
+        head_dim: a positive multiple of 4, at most ``MAX_WIDTH``; the tables may take at most
+            ``MAX_RESULT_BYTES``.
+        base: rope_theta, finite and > 1.
         dtype: floating dtype of the tables.
 
     Returns:
-        ``(cos, sin)``, each of shape ``P + (head_dim,)``, on the device of ``rows``, for
+        ``(cos, sin)``, each ``P + (head_dim,)`` on the device of ``rows``, for
         :func:`~posenc_core.rope.apply_rope` with ``layout="half"``.
     """
     dtype = check.float_dtype("dtype", dtype)
@@ -221,26 +199,19 @@ def _half_tables(
 def vision_patch_positions(
     t: int, h: int, w: int, *, spatial_merge_size: int = 1
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """(row, col) of every patch of one image or video, in the order Qwen2-VL's vision tower
-    holds them.
+    """(row, col) of every patch of an image or video, in the order of Qwen2-VL's vision tower.
 
-    The patches of a (t, h, w) grid (in patches, before the merge: Hugging Face's
-    ``grid_thw``) come in blocks of ``spatial_merge_size`` x ``spatial_merge_size``
-    neighbours, because the merger after the vision tower concatenates each block into one
-    language-model token: blocks in raster order, patches within a block in raster order,
-    and the whole frame repeated t times. Equal to ``transformers.vision_utils.
-    get_vision_position_ids`` (transformers 5.23.0; what ``Qwen2VisionTransformerPretrainedModel.
-    forward`` feeds its rotary embedding) in ``tests/core/test_multi_axis.py``.
+    Blocks of ``spatial_merge_size`` x ``spatial_merge_size`` neighbours (the merger's tokens) in
+    raster order, patches within a block in raster order, the frame repeated t times. Tested in
+    ``tests/core/test_multi_axis.py`` against ``transformers.vision_utils.get_vision_position_ids``.
 
     Args:
-        t, h, w: positive grid sizes in patches; h and w multiples of ``spatial_merge_size``;
-            the int64 rows and columns (2 x t x h x w x 8 bytes) may take at most
-            ``MAX_RESULT_BYTES`` (4 GiB).
+        t, h, w: positive grid sizes in patches (Hugging Face's ``grid_thw``); h and w multiples
+            of ``spatial_merge_size``; the ids may take at most ``MAX_RESULT_BYTES``.
         spatial_merge_size: the merger's block side, a positive integer (Qwen2-VL: 2).
 
     Returns:
-        ``(rows, cols)``, int64 tensors of shape ``(n,)`` with n = t * h * w, for
-        :func:`axial_rope_cos_sin`.
+        ``(rows, cols)``, int64 tensors of shape ``(n,)``, for :func:`axial_rope_cos_sin`.
     """
     t, h, w = (check.positive_int(name, v) for name, v in (("t", t), ("h", h), ("w", w)))
     m = check.positive_int("spatial_merge_size", spatial_merge_size)
@@ -278,33 +249,24 @@ def mrope_cos_sin(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """cos and sin tables of Qwen2-VL's multimodal RoPE (M-RoPE).
 
-    Pair i has the 1-D frequency theta_i = base**(-2i/d) and turns by ``position_ids[a] *
-    theta_i``, where a is the axis whose section holds i: pairs 0 .. s_t - 1 temporal, the
-    next s_h height, the last s_w width, for ``mrope_section = (s_t, s_h, s_w)``. Tables in
-    the half layout, ``cat(c, c)``. This is ``Qwen2VLRotaryEmbedding.forward`` (transformers
-    5.23.0): the (3, ..., s, d/2) frequencies are split by ``mrope_section`` along the pairs
-    and chunk i taken from axis i (``recomposition_frequencies``), then repeated, for
-    ``apply_rotary_pos_emb`` (``rotate_half``). Equal to it to float32 rounding in
-    ``tests/core/test_multi_axis.py`` (Hugging Face's angles are float32; here float64,
-    rounded once). When the three rows of ``position_ids`` are equal (text) this is
-    1-D RoPE, :func:`posenc_core.rope.rope_cos_sin`.
+    Pair i has theta_i = base**(-2i/d) and turns by ``position_ids[a] * theta_i``, a the axis
+    whose section holds i (temporal, then height, then width); half layout, ``cat(c, c)``. With
+    three equal rows (text) this is 1-D RoPE. Tested in ``tests/core/test_multi_axis.py`` against
+    ``Qwen2VLRotaryEmbedding.forward``, to float32 rounding (its angles are float32).
 
     Args:
         position_ids: temporal, height and width positions, shape ``(3,) + P`` (e.g.
-            ``(3, b, s)`` as from Hugging Face's ``get_rope_index``, or ``(3, s)`` from
-            :func:`mrope_position_ids`), finite reals.
-        head_dim: per-head width, positive and even, at most 2**20 (``MAX_WIDTH``); the
-            tables, counted in float64 (2 x numel(P) x head_dim x 8 bytes), may take at most
-            ``MAX_RESULT_BYTES`` (4 GiB).
-        mrope_section: three non-negative pair counts (temporal, height, width) summing to
-            head_dim/2; ``QWEN2_VL_MROPE_SECTION`` = (16, 24, 24) for head_dim 128.
-        base: rope_theta, finite and > 1 (Qwen2-VL's language model: 1e6).
+            ``(3, b, s)`` from ``get_rope_index``, or ``(3, s)`` from :func:`mrope_position_ids`).
+        head_dim: per-head width, positive and even; the tables may take at most
+            ``MAX_RESULT_BYTES``.
+        mrope_section: three non-negative pair counts summing to head_dim/2
+            (``QWEN2_VL_MROPE_SECTION`` for head_dim 128).
+        base: rope_theta, finite and > 1.
         dtype: floating dtype of the tables.
 
     Returns:
-        ``(cos, sin)``, each of shape ``P + (head_dim,)`` (the leading 3 dropped), on the
-        device of ``position_ids``, for :func:`~posenc_core.rope.apply_rope` with
-        ``layout="half"``.
+        ``(cos, sin)``, each ``P + (head_dim,)`` on the device of ``position_ids``, for
+        :func:`~posenc_core.rope.apply_rope` with ``layout="half"``.
     """
     dtype = check.float_dtype("dtype", dtype)
     device = position_ids.device if isinstance(position_ids, torch.Tensor) else None
@@ -330,35 +292,21 @@ def mrope_cos_sin(
 def mrope_position_ids(segments: Sequence[tuple[str, object]]) -> torch.Tensor:
     """Qwen2-VL's (temporal, height, width) position ids for one sequence of text and images.
 
-    Text tokens count up by one and get the same id on all three axes (1-D RoPE). The tokens
-    of an image (or video) with a (t, h, w) grid, in raster order (frame, row, column), get
-    ``(start + frame, start + row, start + col)``, where ``start`` is the id the next text
-    token would have had; the next segment starts at the image's largest id + 1, that is
-    ``start + max(t, h, w)``. Qwen2-VL, Sec. 2.1 ("position numbering for each modality is
-    initialized by incrementing the maximum position ID of the preceding modality by one").
-    Special tokens (``<|vision_start|>``, ``<|vision_end|>``) are text: count them in the
-    text segments around the image.
-
-    Equal to ``Qwen2VLModel.get_rope_index`` (transformers 5.23.0) in
-    ``tests/core/test_multi_axis.py`` whenever t <= max(h, w), which always holds for
-    images (Qwen2-VL gives every image t = 1). For t > max(h, w) transformers 5.23.0 moves the
-    next segment on by max(h, w) only (``current_pos += max(grid_thw[1], grid_thw[2]) //
-    spatial_merge_size``), so the next text reuses ids of the last frames; transformers 4.x
-    and the paper's rule, followed here, start it after them. Videos use the same rule with
-    one temporal step per frame of the grid (Qwen2-VL's); Qwen2.5-VL's absolute-time spacing
-    (``tokens_per_second * second_per_grid_ts``) is not implemented.
+    Text tokens count up by one, the same id on all three axes. An image's tokens (grid (t, h, w),
+    raster order) get ``(start + frame, start + row, start + col)``, start being the next text
+    id; the next segment starts at ``start + max(t, h, w)`` (Qwen2-VL, Sec. 2.1). Special tokens
+    are text. Tested in ``tests/core/test_multi_axis.py`` against ``Qwen2VLModel.get_rope_index``
+    whenever t <= max(h, w) (every image); for longer videos transformers 5.23.0 moves on by
+    max(h, w) only, and this follows the paper. Qwen2.5-VL's absolute-time spacing is not
+    implemented.
 
     Args:
-        segments: a non-empty sequence of ``("text", n)`` with n a positive number of text
-            tokens, and ``("image", (t, h, w))`` or ``("video", (t, h, w))`` with positive
-            t, h, w: the grid in language-model tokens, after the spatial merge (Hugging
-            Face's ``grid_thw`` with h and w divided by ``spatial_merge_size``), t*h*w
-            tokens. The int64 ids (3 x s x 8 bytes) may take at most ``MAX_RESULT_BYTES``
-            (4 GiB).
+        segments: a non-empty sequence of ``("text", n)`` (n > 0 tokens) and ``("image", (t, h,
+            w))`` or ``("video", (t, h, w))``: the grid in language-model tokens, after the
+            spatial merge. The ids may take at most ``MAX_RESULT_BYTES``.
 
     Returns:
-        int64 tensor of shape ``(3, s)``, s the total number of tokens, for
-        :func:`mrope_cos_sin`.
+        int64 tensor of shape ``(3, s)``, s the total number of tokens, for :func:`mrope_cos_sin`.
     """
     parts = _check_segments(segments)
     total = sum(size if kind == "text" else math.prod(size) for kind, size in parts)
@@ -419,18 +367,13 @@ def _check_segments(segments: object) -> list[tuple[str, object]]:
 def pair_axes(head_dim: int, mrope_section: Sequence[int] | None = None) -> list[str]:
     """The axis each pair 0 .. head_dim/2 - 1 turns with.
 
-    With ``mrope_section`` (M-RoPE, :func:`mrope_cos_sin`): ``"t"``, ``"h"``, ``"w"`` in
-    sections of those sizes. Without (axial 2-D, :func:`axial_rope_cos_sin`): ``"row"`` for
-    the first head_dim/4 pairs, ``"col"`` for the rest. Pair i's frequency falls with i in
-    M-RoPE (theta_i = base**(-2i/d)), and within each half in axial 2-D (theta_k,
-    k = i mod d/4). These are the splits of transformers 5.23.0's ``Qwen2VLRotaryEmbedding``
-    (``recomposition_frequencies``) and ``Qwen2VLVisionRotaryEmbedding``;
-    ``tests/core/test_multi_axis.py`` checks that moving a token along one axis changes
-    exactly the pairs named for it.
+    With ``mrope_section``: ``"t"``, ``"h"``, ``"w"`` in sections of those sizes (M-RoPE).
+    Without: ``"row"`` for the first head_dim/4 pairs, ``"col"`` for the rest (axial 2-D). Tested
+    in ``tests/core/test_multi_axis.py``: moving a token along one axis changes exactly the pairs
+    named for it.
 
     Args:
-        head_dim: per-head width: positive and even with ``mrope_section``, a positive
-            multiple of 4 without; at most 2**20 (``MAX_WIDTH``).
+        head_dim: positive and even with ``mrope_section``, a positive multiple of 4 without.
         mrope_section: three pair counts summing to head_dim/2, or None for axial 2-D.
 
     Returns:
@@ -464,24 +407,18 @@ def axial_score_grid(
 ) -> torch.Tensor:
     """Scores of one query patch against every patch of a grid under axial 2-D RoPE.
 
-    ``scores[r, c] = <R(query_row, query_col) q, R(r, c) k>`` with the rotations of
-    :func:`axial_rope_cos_sin`, in float64 and unscaled (no 1/sqrt(d)). It depends on the
-    positions only through the offset (r - query_row, c - query_col): every pair turns with
-    one axis, and within a pair RoPE's score depends only on the difference of angles.
-    ``tests/core/test_multi_axis.py`` checks it against the sum of two 1-D RoPE scores
-    (:func:`posenc_core.rope.rope_cos_sin` over head_dim/2 dims), one per axis, and that
-    moving the query and the keys by one 2-D offset leaves the scores unchanged.
+    ``scores[r, c] = <R(query_row, query_col) q, R(r, c) k>`` (:func:`axial_rope_cos_sin`),
+    float64, unscaled; it depends only on the 2-D offset. Tested in
+    ``tests/core/test_multi_axis.py`` against the sum of two 1-D RoPE scores, one per axis.
 
     Args:
-        grid_h, grid_w: positive grid height and width in patches; the float64 tables and
-            rotated keys (3 x grid_h x grid_w x head_dim x 8 bytes) may take at most
-            ``MAX_RESULT_BYTES`` (4 GiB).
+        grid_h, grid_w: positive grid height and width in patches; the tables and rotated keys
+            may take at most ``MAX_RESULT_BYTES``.
         query_row, query_col: the query patch, ``0 <= query_row < grid_h``,
             ``0 <= query_col < grid_w``.
-        head_dim: a positive multiple of 4, at most 2**20 (``MAX_WIDTH``).
+        head_dim: a positive multiple of 4, at most ``MAX_WIDTH``.
         base: rope_theta, finite and > 1.
-        q, k: content vectors of shape ``(head_dim,)``, floating and finite; default all
-            ones, so that only position matters (the score at offset 0 is then head_dim).
+        q, k: finite floating content vectors ``(head_dim,)``; default all ones.
 
     Returns:
         float64 tensor of shape ``(grid_h, grid_w)``.
@@ -513,18 +450,13 @@ def raster_score_grid(
 ) -> torch.Tensor:
     """Scores of one query patch against every patch under 1-D RoPE on the raster index.
 
-    The patches are read row by row as a sequence, patch (r, c) at position r * grid_w + c
-    (what a text model would do with a flattened image), and rotated with
-    :func:`posenc_core.rope.rope_cos_sin`: ``scores[r, c] = <R(m) q, R(n) k>`` with m, n the
-    raster indices of the query and the key. The patch below the query is grid_w positions
-    away, further than the patch at the end of the query's row; compare
-    :func:`axial_score_grid`. Float64, unscaled; ``tests/core/test_multi_axis.py`` checks
-    the patch below against the 1-D RoPE score at distance grid_w.
+    Patch (r, c) is position r * grid_w + c (a flattened image), so the patch below the query is
+    grid_w positions away; compare :func:`axial_score_grid`. Float64, unscaled; tested in
+    ``tests/core/test_multi_axis.py`` against the 1-D RoPE score at distance grid_w.
 
     Args:
         grid_h, grid_w, query_row, query_col, head_dim, base, q, k: as in
-            :func:`axial_score_grid` (head_dim here need only be positive and even, at most
-            2**20).
+            :func:`axial_score_grid` (head_dim need only be positive and even).
 
     Returns:
         float64 tensor of shape ``(grid_h, grid_w)``.

@@ -7,40 +7,19 @@ zeta_i ** (-(m - c) / B), with::
 
     zeta_i = (2i/d + gamma) / (1 + gamma),   gamma = 0.4,   B = scale_base = 512
 
-(the paper's zeta, with i / (d/2) = 2i/d). The score of pair i between query n and key m is
-then RoPE's score times zeta_i ** ((n - m) / B): a decay for keys behind the query (n > m, the
-only ones a causal mask keeps) and a growth for keys ahead of it, which is why xPos is used
-with a causal mask. The lowest pair (i = 0, the highest frequency theta_0 = 1) decays fastest,
-zeta_0 = gamma / (1 + gamma) = 2/7 whatever d is; the last one barely, zeta_{d/2-1} -> 1.
+The score of pair i between query n and key m is then RoPE's score times
+zeta_i ** ((n - m) / B): a decay for keys behind the query, which is why xPos is used with a
+causal mask. The centre c cancels in every score but not in the scales, which overflow a dtype
+once abs(n - c) reaches :func:`xpos_overflow_position`; so both references centre the
+positions on the sequence: rotary-embedding-torch 0.9.1 (``get_scale``: c = s // 2, the rule
+of :class:`XPosEmbedding` with ``center=None``) and torchscale (``XPOS``: c = ceil(s/2), pass
+``center=(s + 1) // 2``), both with interleaved pairs. Layout ``"half"`` (the default here)
+pairs dims (i, i + d/2) with the same zeta_i on both.
 
-**The centre c.** It cancels in every score, but not in the scales themselves: each grows or
-shrinks like exp(abs(n - c) * (-log zeta_0) / B), so the key scale overflows a dtype once
-abs(n - c) reaches :func:`xpos_overflow_position` (4533 for float16 with the defaults, about 36k
-for bfloat16/float32), and the query scale, its inverse, falls below 1 / finfo.max there
-(subnormal in float16, so it has lost bits even earlier). Both references
-centre the positions on the sequence to halve the exponent range:
-
-* rotary-embedding-torch 0.9.1 (``RotaryEmbedding(dim, use_xpos=True)``,
-  ``rotate_queries_and_keys`` and ``get_scale``): ``power = (t - len(t) // 2) / scale_base``,
-  so c = s // 2 for positions 0 .. s-1; pairs interleaved (dims 2i, 2i+1; its ``rotate_half``
-  rotates every two).
-* torchscale (``torchscale/component/xpos_relative_position.py``, class ``XPOS``): positions
-  ``arange(min_pos, max_pos)`` with ``min_pos = -(length + offset) // 2``, i.e. c = ceil(L/2)
-  for L = length + offset positions 0 .. L-1 (not floor(L/2): they differ for odd L); pairs
-  interleaved (``rotate_every_two``, ``duplicate_interleave``). While decoding it re-scales
-  the whole (unscaled) cached key sequence every step with the query's L, so q and k always
-  share the centre.
-
-:class:`XPosEmbedding` with ``center=None`` uses rotary-embedding-torch's rule; pass
-``center=(s + 1) // 2`` for torchscale's. Layout ``"half"`` (the default here, as in
-:mod:`posenc_core.rope`) pairs dims (i, i + d/2) with the same zeta_i on both.
-
-Precision: zeta, the exponents and the scales are computed in float64 and rounded once;
-:class:`XPosEmbedding` rotates and scales in float64 and rounds the result once to the inputs'
-dtype, so low-precision inputs get the exact formula rounded once. Overflow is never silent:
-a scale (or a scaled query/key) that becomes infinite in the requested dtype raises
-``ValueError`` naming the position. Tests: ``tests/core/test_xpos.py`` (rotary-embedding-torch,
-a float64 formula written out from the paper for both layouts, relativity, overflow).
+Scales are computed in float64 and rounded once, and :class:`XPosEmbedding` rounds its result
+once (see :doc:`/numerics`); a scale or scaled query/key that overflows raises ``ValueError``
+naming the position. Tests: ``tests/core/test_xpos.py`` (rotary-embedding-torch, the paper's
+formula in float64 for both layouts, relativity, overflow).
 
 Notation for tensor shapes: d = head_dim, s = sequence, P = any shape of positions, K = any
 shape of distances, ``...`` leading dims such as (b, h).
@@ -103,13 +82,11 @@ def _check_scale_base(scale_base: object) -> float:
 def xpos_zeta(head_dim: int, *, gamma: float = 0.4) -> torch.Tensor:
     """The per-pair decay bases zeta_i = (2i/d + gamma) / (1 + gamma), i = 0 .. d/2 - 1.
 
-    Sun et al. 2022, the xPos definition (their i / (d/2) is 2i/d); the same values as
-    rotary-embedding-torch's and torchscale's ``(arange(0, d, 2) + 0.4 d) / (1.4 d)`` buffer
-    (checked in ``tests/core/test_xpos.py``). Increasing in i, from gamma / (1 + gamma) (pair
-    0, RoPE's fastest rotation) towards 1.
+    Sun et al. 2022; tested in ``tests/core/test_xpos.py`` against rotary-embedding-torch's
+    ``(arange(0, d, 2) + 0.4 d) / (1.4 d)`` buffer. Increasing in i, from gamma / (1 + gamma).
 
     Args:
-        head_dim: per-head width d, positive and even, at most 2**20 (``MAX_WIDTH``).
+        head_dim: per-head width d, positive and even, at most ``MAX_WIDTH``.
         gamma: > 0; 0.4 in the paper and both references.
 
     Returns:
@@ -150,31 +127,27 @@ def xpos_scales(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """xPos's query and key scales, zeta_i ** ((n - center) / B) and its inverse.
 
-    Computed in float64 as exp(((n - center) / B) * log zeta_i) and rounded once to ``dtype``;
-    laid out like :func:`~posenc_core.rope.rope_cos_sin`'s tables, so that
-    ``apply_rope(q, cos, sin) * q_scale`` is xPos's query (Sun et al. 2022; rotary-embedding-
-    torch's ``get_scale`` with ``center = s // 2`` and ``layout="interleaved"``).
+    Float64 exp(((n - center) / B) * log zeta_i), rounded once to ``dtype``, laid out like
+    :func:`~posenc_core.rope.rope_cos_sin`'s tables so that ``apply_rope(q, cos, sin) * q_scale``
+    is xPos's query (Sun et al. 2022). Tested in ``tests/core/test_xpos.py`` against
+    rotary-embedding-torch's ``get_scale``.
 
     Args:
         positions: finite real positions n, any shape ``P``.
-        head_dim: per-head width d, positive and even, at most 2**20 (``MAX_WIDTH``); the two
-            tables, counted in float64 (2 x numel(P) x head_dim x 8 bytes), may take at most
-            ``MAX_RESULT_BYTES`` (4 GiB).
-        scale_base: B > 0 (512 in the paper and both references).
+        head_dim: per-head width d, positive and even; the tables may take at most
+            ``MAX_RESULT_BYTES``.
+        scale_base: B > 0 (512 in the paper).
         gamma: > 0 (0.4), see :func:`xpos_zeta`.
-        center: c, a finite real number; it cancels in every score q'(n) . k'(m) but decides
-            where the scales overflow (see :func:`xpos_overflow_position`).
-        layout: ``"half"`` (zeta_i on dims i and i + d/2: ``cat(z, z)``) or ``"interleaved"``
-            (zeta_i on dims 2i and 2i + 1).
+        center: c, a finite real; it cancels in every score but decides where the scales overflow.
+        layout: ``"half"`` (``cat(z, z)``) or ``"interleaved"`` (zeta_i on dims 2i, 2i + 1).
         dtype: floating dtype of the tables.
 
     Returns:
-        ``(q_scale, k_scale)``, each of shape ``P + (head_dim,)`` and dtype ``dtype``, on the
-        device of ``positions``; ``k_scale`` is the exact reciprocal of ``q_scale`` rounded.
+        ``(q_scale, k_scale)``, each ``P + (head_dim,)`` in ``dtype`` on the device of
+        ``positions``; ``k_scale`` is the exact reciprocal of ``q_scale``, rounded.
 
     Raises:
-        ValueError: if a scale is infinite in ``dtype`` (abs(n - center) at or beyond
-            :func:`xpos_overflow_position`); the message names the first such position.
+        ValueError: a scale is infinite in ``dtype``; the message names the first such position.
     """
     check.layout("layout", layout)
     dtype = check.float_dtype("dtype", dtype)
@@ -243,24 +216,15 @@ def xpos_overflow_position(
 ) -> int:
     """The smallest integer abs(n - center) at which an xPos scale is infinite in ``dtype``.
 
-    The largest scale is pair 0's, zeta_0 ** (-abs(n - center) / B) (the key's for n > center,
-    the query's for n < center), with zeta_0 = gamma / (1 + gamma) whatever head_dim is, so
-    the answer does not depend on head_dim. Closed form: rounding to nearest gives infinity
-    from finfo.max + ulp(finfo.max) / 2 = (2 - eps/2) * 2**emax on, so the answer is the
-    smallest integer N with N * (-log zeta_0) / B >= log((2 - eps/2) * 2**emax), i.e.
-    ceil(log(threshold) * B / -log(zeta_0)) (with log(finfo.max) in place of the threshold
-    the bound would be early by about 0.1 position for float16 and 1.6 for bfloat16, whose
-    top ulp is 2**-7 of the value). Checked in ``tests/core/test_xpos.py`` against computing
-    the scale in float64 and rounding it to each dtype. With the defaults: float16 4533,
-    bfloat16 36260, float32 36261, float64 290086. At the same abs(n - center) the other scale,
-    the inverse, is below 1 / finfo.max: for float16 that is subnormal, and the scaled query
-    loses precision before the key overflows (from abs(n - center) of about 3966 on). The scaled
-    key R k * scale overflows earlier when abs(k) > 1: by B * log(2) / -log(zeta_0), 283
-    positions with the defaults, per doubling of abs(k) (:class:`XPosEmbedding` refuses that too).
+    The largest scale is pair 0's, zeta_0 ** (-abs(n - center) / B), so the answer does not
+    depend on head_dim: the smallest N with N * (-log zeta_0) / B >= log((2 - eps/2) * 2**emax),
+    where rounding to nearest reaches infinity. Tested in ``tests/core/test_xpos.py`` against
+    rounding the float64 scale to each dtype. The inverse scale is below 1 / finfo.max there
+    (subnormal in float16), and a scaled key with abs(k) > 1 overflows earlier
+    (:class:`XPosEmbedding` refuses that too).
 
     Args:
-        head_dim: per-head width d, positive and even, at most 2**20 (checked; it does not
-            change the result).
+        head_dim: per-head width d, positive and even (checked; it does not change the result).
         dtype: float16, bfloat16, float32 or float64.
         scale_base: B > 0.
         gamma: > 0.
@@ -285,29 +249,18 @@ def _overflow_position(d: int, dtype: torch.dtype, scale_base: float, gamma: flo
 
 
 class XPosEmbedding(nn.Module):
-    """xPos for query and key tensors: RoPE (:func:`~posenc_core.rope.rope_cos_sin` and
-    :func:`~posenc_core.rope.apply_rope`, as :class:`~posenc_core.rope.RotaryEmbedding`
+    """xPos for query and key tensors: RoPE (as :class:`~posenc_core.rope.RotaryEmbedding`
     rotates) followed by the scales of :func:`xpos_scales`.
 
-    q'(n) = R_n q * zeta ** ((n - c) / B) and k'(m) = R_m k * zeta ** (-(m - c) / B) per pair,
-    so q'(n) . k'(m) = sum_i [RoPE's pair-i score] * zeta_i ** ((n - m) / B) (Sun et al. 2022).
-    Rotation and scaling are evaluated in float64 and rounded once to the inputs' dtype, so
-    bfloat16/float16 inputs get the float64 formula rounded once; with ``layout="interleaved"``
-    and ``center=None`` it matches rotary-embedding-torch's ``rotate_queries_and_keys``
-    (``tests/core/test_xpos.py``).
-
-    **Self-attention only.** q and k are scaled for the same positions; keys kept in a cache
-    must have been scaled with the same centre as every later query, or the scores pick up a
-    factor zeta_i ** ((c_q - c_k) / B) that differs between pairs (and so does not cancel in
-    the softmax). ``center=None`` re-centres on each call's positions, so for decoding with a
-    cache pass one explicit ``center`` for the whole sequence (0, or half the longest length
-    you expect), or do as torchscale does and re-scale all the (unscaled) cached keys with the
-    queries' centre on every step. (rotary-embedding-torch 0.9.1's
-    ``rotate_queries_with_cached_keys`` centres queries on q_len // 2 and keys on
-    k_len // 2, so its scores differ from its full-sequence path when q_len != k_len.)
+    q'(n) = R_n q * zeta ** ((n - c) / B) and k'(m) = R_m k * zeta ** (-(m - c) / B) per pair, so
+    q'(n) . k'(m) = sum_i [RoPE's pair-i score] * zeta_i ** ((n - m) / B) (Sun et al. 2022).
+    Evaluated in float64 and rounded once to the inputs' dtype. Tested in
+    ``tests/core/test_xpos.py`` against rotary-embedding-torch's ``rotate_queries_and_keys``
+    (``layout="interleaved"``, ``center=None``). Self-attention only: cached keys must share the
+    queries' centre, so for decoding with a cache pass one explicit ``center``.
 
     Args:
-        head_dim: per-head width d, positive and even, at most 2**20 (``MAX_WIDTH``).
+        head_dim: per-head width d, positive and even, at most ``MAX_WIDTH``.
         base: RoPE's base (rope_theta), > 1.
         scale_base: B > 0 (512).
         gamma: > 0 (0.4), see :func:`xpos_zeta`.
@@ -344,19 +297,16 @@ class XPosEmbedding(nn.Module):
         Args:
             q: ``(..., s, head_dim)`` floating tensor, e.g. ``(b, h, s, d)``.
             k: ``(..., s, head_dim)``, the same s (and positions) as ``q``.
-            positions: None (0 .. s-1), an int offset o >= 0 (o .. o+s-1, with o + s - 1 <=
-                2**53), or a finite real tensor of shape ``(s,)``.
-            center: None: c = floor((p_min + p_max + 1) / 2) over the given positions, which
-                is s // 2 for 0 .. s-1, rotary-embedding-torch's ``len(t) // 2`` (torchscale
-                uses ceil(s/2): pass ``center=(s + 1) // 2`` to match it); a real number: that
-                centre (needed for decoding with a cache, see the class docstring).
+            positions: None (0 .. s-1), an int offset o >= 0 (o .. o+s-1, o + s - 1 <= 2**53), or
+                a finite real tensor of shape ``(s,)``.
+            center: None (floor((p_min + p_max + 1) / 2), rotary-embedding-torch's ``len(t) // 2``
+                for 0 .. s-1) or a real centre (needed for decoding with a cache).
 
         Returns:
             ``(q', k')`` with the shapes and dtypes of ``q`` and ``k``.
 
         Raises:
-            ValueError: where a scale, or a scaled query or key, overflows the inputs' dtype
-                (see :func:`xpos_overflow_position`), naming the first position.
+            ValueError: a scale, or a scaled query or key, overflows the inputs' dtype.
         """
         pos = self._check_inputs(q, k, positions)  # (s,), float64, on q's device
         if center is None:
@@ -430,22 +380,16 @@ def xpos_score_vs_distance(
 ) -> torch.Tensor:
     """The xPos score q'(n) . k'(m) / head_dim for q = k = all ones, against the distance.
 
-    Each pair contributes 2 cos(theta_i * delta) * zeta_i ** (delta / B), so the curve is
-    ``mean_i cos(theta_i * delta) * zeta_i ** (delta / B)``: the normalisation of
-    :func:`~posenc_core.analysis.rope_score_vs_distance` (score / head_dim, 1 at distance 0),
-    so that both can be drawn on one axis; with B -> infinity it is RoPE's curve. Sign
-    convention: delta = n - m, the **query's position minus the key's**, >= 0 for every key a
-    causal mask keeps; for delta > 0 the curve lies within +-mean_i zeta_i ** (delta / B)
-    <= zeta_{d/2-1} ** (delta / B) and decays, for delta < 0 (keys ahead of the query) its
-    envelope grows. (rope_score_vs_distance writes its distance as key minus query, but with
-    all-ones vectors RoPE's curve is even, so the two agree on delta >= 0.) Sun et al. 2022;
-    checked in ``tests/core/test_xpos.py`` against :class:`XPosEmbedding`'s scores.
+    ``mean_i cos(theta_i * delta) * zeta_i ** (delta / B)`` with delta = n - m, the query's
+    position minus the key's (>= 0 for every key a causal mask keeps): the normalisation of
+    :func:`~posenc_core.analysis.rope_score_vs_distance` (1 at distance 0); with B -> infinity it
+    is RoPE's curve. Sun et al. 2022; tested in ``tests/core/test_xpos.py`` against
+    :class:`XPosEmbedding`'s scores.
 
     Args:
         distances: any shape ``K`` of finite real distances delta = n - m.
-        head_dim: per-head width d, positive and even, at most 2**20 (``MAX_WIDTH``); the
-            float64 angles and decays (numel(K) x head_dim x 8 bytes) may take at most
-            ``MAX_RESULT_BYTES`` (4 GiB).
+        head_dim: per-head width d, positive and even; the float64 angles and decays may take
+            at most ``MAX_RESULT_BYTES``.
         base: RoPE's base, > 1.
         scale_base: B > 0.
         gamma: > 0.

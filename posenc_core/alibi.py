@@ -96,22 +96,17 @@ def alibi_bias(
 ) -> torch.Tensor:
     """The additive attention bias of ALiBi (Press et al. 2022, Sec. 3, Fig. 3).
 
-    Queries are taken to be the last ``q_len`` of the ``k_len`` positions (so ``q_len < k_len``
-    covers decoding with a KV cache): query row r sits at absolute position
-    ``i = r + k_len - q_len``, and key column j at position j. Checked in
-    ``tests/core/test_alibi.py`` against the formula with independently transcribed slopes.
+    Queries are the last ``q_len`` of the ``k_len`` positions (decoding with a KV cache): query
+    row r sits at i = r + k_len - q_len, key column j at j. Tested in ``tests/core/test_alibi.py``
+    against the formula with independently transcribed slopes.
 
     Args:
-        n_heads: number of heads, a positive integer at most 2**16 (``MAX_HEADS``).
+        n_heads: number of heads, a positive integer at most ``MAX_HEADS``.
         q_len: number of queries, a positive integer <= k_len.
-        k_len: number of keys, a positive integer. The bias, counted in float64
-            (n_heads x q_len x k_len x 8 bytes), may take at most ``MAX_RESULT_BYTES``
-            (4 GiB), e.g. 8 heads at q_len = k_len = 8192; beyond, use
-            :func:`alibi_key_bias` (causal) or chunks of queries.
-        causal: True or False (a numpy bool too). If True, entry (h, r, j) is
-            ``-m_h * (i - j)`` for keys at or before the query (j <= i) and ``-inf`` after it
-            (the bias carries the causal mask). If False, the bidirectional form
-            ``-m_h * |i - j|``.
+        k_len: number of keys, a positive integer; the float64 bias may take at most
+            ``MAX_RESULT_BYTES`` (beyond, :func:`alibi_key_bias` or chunks of queries).
+        causal: True: ``-m_h * (i - j)`` for j <= i and ``-inf`` after (the bias carries the
+            causal mask); False: ``-m_h * abs(i - j)``.
         dtype: real floating dtype of the result (computed in float64, rounded once).
         device: device of the result (a torch.device, a string such as ``"cpu"``, or None).
 

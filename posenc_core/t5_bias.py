@@ -130,48 +130,29 @@ def relative_position_bucket(
 ) -> torch.Tensor:
     """T5's bucket id of each relative position ``r = key position - query position``.
 
-    With ``B`` buckets per direction (``num_buckets // 2`` if bidirectional, else
-    ``num_buckets``), ``E = B // 2`` exact buckets and ``M = max_distance``, a distance ``n >= 0``
-    gets bucket ``n`` if ``n < E``, else ``min(E + floor(log(n/E) / log(M/E) * (B - E)), B - 1)``:
-    one bucket per distance up to ``E - 1``, then ``B - E`` buckets whose widths grow
-    geometrically up to ``M``, and every ``n >= M`` in the last, which may start before ``M``
-    (at 91 for T5's encoder; Raffel et al. 2020, Sec. 2.1: 32 buckets, log-spaced up to an
-    offset of 128). The logarithm is evaluated in
-    float32, as Mesh TensorFlow and Hugging Face do, so the ids are the ones T5 checkpoints were
-    trained with (see ``_t5_log_index``).
-
-    - ``bidirectional=True`` (an encoder): ``n = |r|``; keys before or at the query (``r <= 0``)
-      use buckets ``0 .. B-1``, keys after it (``r > 0``) buckets ``B + 1 .. 2B-1``: bucket
-      ``B``, the upper half's distance 0, is never used (so T5's encoders train 31 of their 32).
-    - ``bidirectional=False`` (a causal decoder): ``n = max(-r, 0)``, buckets ``0 .. B-1``. Keys
-      after the query (``r > 0``) get bucket 0, the bucket of the query's own position, as in
-      T5: a causal mask hides them anyway.
-
-    Checked in ``tests/core/test_t5_bias.py`` against Hugging Face's
-    ``T5Attention._relative_position_bucket`` (both directions, several ``num_buckets`` and
-    ``max_distance``, distances far beyond ``max_distance``) and, for T5's 32 and 128, against
-    the rule in exact integer arithmetic at every distance but the encoder's three ties
-    (distances 16, 32, 64; see ``_t5_log_index``), which follow float32 as Hugging Face does.
+    With B buckets per direction (``num_buckets // 2`` if bidirectional, else ``num_buckets``),
+    E = B // 2 exact buckets and M = ``max_distance``, a distance n >= 0 gets bucket n if n < E,
+    else ``min(E + floor(log(n/E) / log(M/E) * (B - E)), B - 1)`` (Raffel et al. 2020, Sec. 2.1;
+    Mesh TensorFlow's ``_relative_position_bucket``). The logarithm is float32, as T5's, so the
+    ids are those T5 checkpoints were trained with. Bidirectional: n = abs(r), keys after the
+    query in buckets B + 1 .. 2B - 1 (bucket B is never used); causal: n = max(-r, 0). Tested in
+    ``tests/core/test_t5_bias.py`` against Hugging Face's ``T5Attention._relative_position_bucket``
+    and the rule in exact integer arithmetic away from ties.
 
     Args:
-        relative_position: integer tensor of any shape ``(...)`` (int8 to int64, or uint8):
-            key position minus query position, in tokens. Floating-point tensors are refused,
-            integer-valued or not: a distance is a whole number of tokens and a float one most
-            likely comes from a bug upstream; convert with ``.round().long()`` if that is meant.
-        bidirectional: True or False (see above).
-        num_buckets: number of buckets in all, an even integer >= 4 if bidirectional, an
-            integer >= 2 otherwise (T5: 32), at most 2**16 (``MAX_BUCKETS``).
-        max_distance: an integer greater than ``E``, the number of exact buckets per
-            direction; from this distance on every distance shares the last bucket (T5: 128).
-            Values close to ``E`` leave some logarithmic buckets empty. At most 2**53.
+        relative_position: integer tensor of any shape ``(...)``: key minus query position, in
+            tokens (floating tensors are refused; ``.round().long()`` if that is meant).
+        bidirectional: True (an encoder) or False (a causal decoder).
+        num_buckets: buckets in all, an even integer >= 4 if bidirectional, >= 2 otherwise (T5:
+            32), at most ``MAX_BUCKETS``.
+        max_distance: an integer > E from which every distance shares the last bucket (T5: 128),
+            at most 2**53.
 
     Returns:
-        int64 tensor of shape ``(...)``, on the input's device, with ids in
-        ``0 .. num_buckets - 1``.
+        int64 tensor of shape ``(...)`` on the input's device, ids in ``0 .. num_buckets - 1``.
 
     Raises:
-        TypeError: a non-tensor, or a tensor that is not of an integer dtype (bool included);
-            a flag that is not a bool or a count that is not an integer.
+        TypeError: a non-integer tensor (bool included), a flag not a bool, a count not an int.
         ValueError: ``num_buckets`` or ``max_distance`` outside the ranges above.
     """
     if not isinstance(relative_position, torch.Tensor):
@@ -198,38 +179,23 @@ def relative_position_bucket(
 class T5RelativePositionBias(nn.Module):
     """T5's learned relative position bias: one scalar per (bucket, head), added to the scores.
 
-    Entry ``(h, i, j)`` of the result is ``W[bucket(j - (offset + i)), h]`` for the learned table
-    ``W = relative_attention_bias.weight`` of shape ``(num_buckets, num_heads)`` (Raffel et al.
-    2020, Sec. 2.1; Hugging Face's ``T5Attention.compute_bias``). The table has the name and
-    shape of a T5 checkpoint's ``...block.0.layer.0.SelfAttention.relative_attention_bias``, so
-    ``module.relative_attention_bias.weight.copy_(w)`` loads one.
-
-    How T5 uses it, and what that means for :func:`~posenc_core.attention.attention`:
-
-    - **One bias for all layers.** Only the first layer of T5's encoder (and of its decoder, a
-      separate table, causal) holds the table; the bias it computes is passed on to every later
-      layer of the same stack. Cross-attention gets no position bias.
-    - **No 1/sqrt(d_h).** T5 computes ``softmax(q k^T + bias)``: the scale is folded into the
-      initialisation of the query projection (std ``(d_model * d_kv) ** -0.5`` in Hugging Face's
-      ``_init_weights``). :func:`~posenc_core.attention.attention` computes
-      ``softmax(q k^T / sqrt(d_h) + bias)``: it scales the dot product and adds the bias as
-      given. To run T5's weights through it, pass ``q * sqrt(d_h)`` (the bias unchanged); the
-      tests check that this equals Hugging Face's ``T5Attention`` output. A model trained from
-      scratch with ``attention`` needs no correction.
-
-    Checked in ``tests/core/test_t5_bias.py`` against Hugging Face's ``compute_bias`` with the
-    same weights (encoder and decoder, with a cache offset), and for the Toeplitz property.
+    Entry ``(h, i, j)`` is ``W[bucket(j - (offset + i)), h]`` for the table
+    ``W = relative_attention_bias.weight`` ``(num_buckets, num_heads)``, named and shaped as a T5
+    checkpoint's, so ``copy_`` loads one (Raffel et al. 2020, Sec. 2.1). T5 computes it in the
+    first layer and reuses it in every layer, and uses no 1/sqrt(d_h):
+    :func:`~posenc_core.attention.attention` scales the dot product, so pass ``q * sqrt(d_h)`` to
+    run T5's weights through it. Tested in ``tests/core/test_t5_bias.py`` against Hugging Face's
+    ``compute_bias`` and ``T5Attention`` with the same weights.
 
     Args:
-        num_heads: number of heads, a positive integer at most 2**16 (``MAX_HEADS``); the
-            table (num_buckets x num_heads in the default dtype) may take at most
-            ``MAX_RESULT_BYTES`` (4 GiB).
+        num_heads: number of heads, a positive integer at most ``MAX_HEADS``; the table may take
+            at most ``MAX_RESULT_BYTES``.
         bidirectional: True (an encoder) or False (a causal decoder); see
             :func:`relative_position_bucket`.
-        num_buckets: as in :func:`relative_position_bucket` (T5: 32; at most 2**16).
-        max_distance: as in :func:`relative_position_bucket` (T5: 128; at most 2**53).
-        init_std: standard deviation of the normal initialisation of the table, a positive
-            number; 1.0 is ``nn.Embedding``'s default, Hugging Face's T5 uses ``d_model ** -0.5``.
+        num_buckets: as in :func:`relative_position_bucket` (T5: 32).
+        max_distance: as in :func:`relative_position_bucket` (T5: 128).
+        init_std: positive standard deviation of the table's normal initialisation (1.0:
+            ``nn.Embedding``'s default; Hugging Face's T5 uses ``d_model ** -0.5``).
     """
 
     def __init__(
@@ -271,26 +237,20 @@ class T5RelativePositionBias(nn.Module):
     def forward(self, query_length: int, key_length: int, *, offset: int = 0) -> torch.Tensor:
         """The additive bias for ``query_length`` queries against ``key_length`` keys.
 
-        Query row ``i`` sits at absolute position ``offset + i`` and key column ``j`` at position
-        ``j``. ``offset`` is the position of the first query: 0 for a full pass, the number of
-        cached tokens when decoding with a KV cache (Hugging Face's ``past_seen_tokens`` /
-        ``cache_position[0]``); ``forward(1, n + 1, offset=n)`` is then the last row of
-        ``forward(n + 1, n + 1)``.
+        Query row i sits at position ``offset + i`` and key column j at j, so with a KV cache of n
+        tokens ``forward(1, n + 1, offset=n)`` is the last row of ``forward(n + 1, n + 1)``.
 
         Args:
             query_length: number of queries, a positive integer.
-            key_length: number of keys, a positive integer. The bias with its int64 bucket
-                ids (query_length x key_length x (num_heads x the table's bytes + 8)) may
-                take at most ``MAX_RESULT_BYTES`` (4 GiB).
-            offset: position of the first query, a non-negative integer with
-                offset + query_length - 1 <= 2**53.
+            key_length: number of keys, a positive integer; the bias and its bucket ids may take
+                at most ``MAX_RESULT_BYTES``.
+            offset: position of the first query, an integer >= 0 (offset + query_length - 1
+                <= 2**53).
 
         Returns:
-            ``(num_heads, query_length, key_length)``, dtype and device of the table; it
-            broadcasts into the scores ``(b, h, q, k)`` of
-            :func:`~posenc_core.attention.attention` for q of shape ``(b, h, q, d_h)`` (Hugging
-            Face returns the same values as ``(1, h, q, k)``). It holds no mask: pass
-            ``causal=True`` to ``attention`` for a decoder.
+            ``(num_heads, query_length, key_length)`` in the table's dtype and device; it broadcasts
+            into the scores ``(b, h, q, k)`` of :func:`~posenc_core.attention.attention`. It holds
+            no mask: pass ``causal=True`` for a decoder.
         """
         query_length = check.positive_int("query_length", query_length)
         key_length = check.positive_int("key_length", key_length)

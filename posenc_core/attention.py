@@ -137,34 +137,26 @@ def sliding_window_mask(
 ) -> torch.Tensor:
     """Boolean sliding-window mask: True where query i may attend to key j.
 
-    Causal (Mistral, Gemma 2-4, Cohere2, GPT-OSS, OLMo 3): ``i - window < j <= i``, i.e. each
-    query sees ``window`` keys, itself included (Hugging Face's
-    ``sliding_window_causal_mask_function``: ``sliding_window_overlay``, ``kv_idx > q_idx -
-    sliding_window``, and ``causal_mask_function``, ``kv_idx <= q_idx``). Bidirectional
-    (``causal=False``): ``|i - j| <= window``, i.e. up to ``2 window + 1`` keys (Hugging
-    Face's ``sliding_window_bidirectional_mask_function``). ModernBERT's bidirectional local
-    layers use the latter with ``window = local_attention // 2`` (its config's
-    ``sliding_window`` property; the ``sliding_window + 1`` its attention module holds is
-    only passed to flash-attention kernels, whose window is ``(w - 1, w - 1)``): 129 keys for
-    ``local_attention=128``. The s_q queries are the last s_q of the s_k positions (decoding
-    with a KV cache). Checked in ``tests/core/test_attention_layers.py`` against those
-    functions on index grids and against ``create_sliding_window_causal_mask``.
+    Causal: ``i - window < j <= i`` (``window`` keys, the query included; Mistral, Gemma 2-4,
+    GPT-OSS). Bidirectional: ``abs(i - j) <= window`` (ModernBERT's local layers, with
+    ``window = local_attention // 2``). The queries are the last s_q of the s_k positions. Tested
+    in ``tests/core/test_attention_layers.py`` against Hugging Face's
+    ``sliding_window_causal_mask_function``, ``sliding_window_bidirectional_mask_function`` and
+    ``create_sliding_window_causal_mask``.
 
     Args:
         s_q: number of queries, an integer >= 0.
-        s_k: number of keys, an integer >= s_q; None for s_q. The mask (s_q x s_k booleans)
-            may take at most ``MAX_RESULT_BYTES`` (4 GiB).
-        window: a positive integer (the causal window counts the query itself).
+        s_k: number of keys, an integer >= s_q; None for s_q. The mask may take at most
+            ``MAX_RESULT_BYTES``.
+        window: a positive integer.
         causal: True or False; also hide the keys after each query.
 
     Returns:
         ``(s_q, s_k)`` boolean tensor on the CPU, True where the pair is visible.
 
     Raises:
-        TypeError: a length or window that is not an integer (a bool included), or a causal
-            flag that is not a bool.
-        ValueError: a negative length, s_k < s_q, a window < 1, or a mask above
-            ``MAX_RESULT_BYTES``.
+        TypeError: a length or window that is not an integer (bool included), a causal not a bool.
+        ValueError: a negative length, s_k < s_q, a window < 1, or a mask above the limit.
     """
     window = check.positive_int("window", window)
     causal = check.boolean("causal", causal)
@@ -177,20 +169,15 @@ def chunked_mask(
 ) -> torch.Tensor:
     """Boolean chunked mask: True where query i may attend to key j.
 
-    Visible iff ``i // chunk == j // chunk`` (the sequence is cut into blocks of ``chunk``
-    positions and each query sees only its own block), and ``j <= i`` when causal: Llama 4's
-    chunked attention layers (``attention_chunk_size``), Hugging Face's
-    ``chunked_causal_mask_function`` (``chunked_overlay``, ``(kv_idx - left_padding) //
-    chunk_size == (q_idx - left_padding) // chunk_size``, here without left padding, and
-    ``causal_mask_function``); ``causal=False`` is ``chunked_overlay`` alone. The s_q queries
-    are the last s_q of the s_k positions (decoding with a KV cache). Checked in
-    ``tests/core/test_attention_layers.py`` against those functions on index grids and
-    against ``create_chunked_causal_mask``.
+    Visible iff ``i // chunk == j // chunk`` (each query sees its own block), and ``j <= i`` when
+    causal: Llama 4's chunked layers (``attention_chunk_size``). The queries are the last s_q of
+    the s_k positions. Tested in ``tests/core/test_attention_layers.py`` against Hugging Face's
+    ``chunked_causal_mask_function`` (without left padding) and ``create_chunked_causal_mask``.
 
     Args:
         s_q: number of queries, an integer >= 0.
-        s_k: number of keys, an integer >= s_q; None for s_q. The mask (s_q x s_k booleans)
-            may take at most ``MAX_RESULT_BYTES`` (4 GiB).
+        s_k: number of keys, an integer >= s_q; None for s_q. The mask may take at most
+            ``MAX_RESULT_BYTES``.
         chunk: a positive integer, the block length.
         causal: True or False; also hide the keys after each query.
 
@@ -198,10 +185,8 @@ def chunked_mask(
         ``(s_q, s_k)`` boolean tensor on the CPU, True where the pair is visible.
 
     Raises:
-        TypeError: a length or chunk that is not an integer (a bool included), or a causal
-            flag that is not a bool.
-        ValueError: a negative length, s_k < s_q, a chunk < 1, or a mask above
-            ``MAX_RESULT_BYTES``.
+        TypeError: a length or chunk that is not an integer (bool included), a causal not a bool.
+        ValueError: a negative length, s_k < s_q, a chunk < 1, or a mask above the limit.
     """
     chunk = check.positive_int("chunk", chunk)
     causal = check.boolean("causal", causal)
@@ -285,69 +270,40 @@ def attention(
     chunk: int | None = None,
     sinks: torch.Tensor | None = None,
 ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
-    """softmax(q k^T / sqrt(d_h) + bias) v, with optional causal, sliding-window or chunked
-    masks and sink logits (Vaswani et al. 2017, Eq. 1).
+    """softmax(q k^T / sqrt(d_h) + bias) v, with optional causal, sliding-window or chunked masks
+    and sink logits (Vaswani et al. 2017, Eq. 1).
 
-    Checked in ``tests/core/test_attention.py`` against the softmax written out with explicit
-    loops in float64 (with a causal mask and a bias, also broadcast), and decoding queries
-    (s_q < s_k) against the last rows of the full pass; ``window``, ``chunk`` and ``sinks`` in
+    Uses ``torch.nn.functional.scaled_dot_product_attention`` unless the weights are requested or
+    there are sinks (then the explicit softmax). Tested in ``tests/core/test_attention.py``
+    against the softmax written out with loops in float64 (decoding queries against the last
+    rows of the full pass), and the windows, chunks and sinks in
     ``tests/core/test_attention_layers.py`` against Hugging Face's mask functions and GPT-OSS's
-    ``eager_attention_forward``, and against a float64 loop.
-
-    Paths: ``torch.nn.functional.scaled_dot_product_attention`` when ``return_weights`` is
-    False and there are no sinks (a window, a chunk, a bias, or a causal mask with s_q < s_k
-    passed to it as one additive ``(..., s_q, s_k)`` mask); otherwise the explicit softmax.
+    ``eager_attention_forward``.
 
     Args:
-        q: ``(..., s_q, d_h)``, floating point, d_h >= 1.
+        q: ``(..., s_q, d_h)`` floating tensor, d_h >= 1.
         k: ``(..., s_k, d_h)``, s_k >= 1 (unless s_q = 0).
-        v: ``(..., s_k, d_v)``. The leading dimensions ``...`` of q, k and v are equal or
-            broadcast against each other (e.g. k and v ``(b, 1, s_k, d_h)`` shared by all heads);
-            ``...`` below is their broadcast shape. q, k and v share one dtype (unless autocast
-            is on) and one device.
-        causal: True or False; mask keys after each query. With s_q < s_k the queries are the
-            last s_q positions (decoding with a KV cache).
-        bias: additive floating-point scores (0 keeps, -inf hides; not a boolean mask) that
-            broadcast to ``(..., s_q, s_k)`` without enlarging it (e.g. ``(s_q, s_k)``,
-            ``(h, s_q, s_k)`` or ``(h, 1, s_k)``), on q's device; cast to q's dtype.
-        return_weights: True or False; also return the attention weights. The scores and
-            weights it builds (2 x ... x s_q x s_k in q's dtype; s_k + 1 columns in the
-            promoted dtype of q and sinks with sinks), like the mask built for a window, a
-            chunk, or causal with s_q < s_k or with a bias (s_q x s_k), may take at most
-            ``MAX_RESULT_BYTES`` (4 GiB).
-        window: None, or a positive integer: a sliding window (see
-            :func:`sliding_window_mask`). With causal, query i sees key j iff
-            ``i - window < j <= i`` (Hugging Face's ``sliding_window_causal_mask_function``:
-            window keys, the query included); without, iff ``|i - j| <= window`` (Hugging
-            Face's ``sliding_window_bidirectional_mask_function``, up to 2 window + 1 keys;
-            ModernBERT's local layers have ``window = local_attention // 2``, its config's
-            ``sliding_window``). i and j index the positions of the call, the queries being
-            the last s_q of the s_k (so s_q <= s_k).
-        chunk: None, or a positive integer: query i sees key j iff ``i // chunk == j //
-            chunk`` (and ``j <= i`` with causal; Llama 4's ``attention_chunk_size``, Hugging
-            Face's ``chunked_causal_mask_function``; see :func:`chunked_mask`). Positions as
-            for window; not together with window.
-        sinks: None, or one finite logit per head, a floating-point ``(h,)`` (or ``(1,)``)
-            tensor on q's device, h the head dimension (-3) of the scores ``(..., h, s_q,
-            s_k)``: the softmax runs over the keys and one extra column holding the head's sink
-            logit, which is then dropped, so each row of weights sums to less than 1 (GPT-OSS,
-            Hugging Face's ``eager_attention_forward`` in ``modeling_gpt_oss``). As there, the
-            softmax runs in the promoted dtype of the scores and the sinks, and the weights are
-            cast to v's dtype. Always the explicit path, whose scores count against
-            ``MAX_RESULT_BYTES`` as with return_weights.
+        v: ``(..., s_k, d_v)``; the leading dims of q, k and v broadcast (e.g. k and v
+            ``(b, 1, s_k, d_h)`` shared by all heads); one dtype (unless autocast) and device.
+        causal: True or False; mask keys after each query (queries are the last s_q positions).
+        bias: additive floating scores broadcasting to ``(..., s_q, s_k)`` without enlarging
+            it (0 keeps, -inf hides; not a boolean mask), on q's device.
+        return_weights: True or False; also return the weights. Scores, weights and masks
+            built may take at most ``MAX_RESULT_BYTES``.
+        window: None or a positive integer: a sliding window (:func:`sliding_window_mask`).
+        chunk: None or a positive integer: a chunked mask (:func:`chunked_mask`); not with
+            ``window``.
+        sinks: None or one finite logit per head, ``(h,)`` or ``(1,)`` for scores
+            ``(..., h, s_q, s_k)``: an extra softmax column, then dropped, so rows sum to less
+            than 1 (GPT-OSS); the softmax runs in the promoted dtype, weights cast to v's.
 
     Returns:
-        ``(..., s_q, d_v)``, and the weights ``(..., s_q, s_k)`` if requested (leading
-        dimensions: the broadcast of those of q, k and bias).
+        ``(..., s_q, d_v)``, and the weights ``(..., s_q, s_k)`` if requested.
 
     Raises:
-        TypeError: a non-tensor or non-floating q, k, v, bias or sinks (a boolean bias
-            included), mismatched dtypes of q, k, v, a flag that is not a bool, or a window
-            or chunk that is not an integer (a bool included).
-        ValueError: fewer than 2 dimensions, shapes that do not fit together, a bias that
-            does not broadcast to the scores, tensors on different devices, causal (or a
-            window or chunk) with s_q > s_k, a window or chunk < 1, both window and chunk,
-            or sinks of the wrong shape or not finite.
+        TypeError: a non-tensor or non-floating input, mismatched dtypes, a flag not a bool, or
+            a window or chunk not an integer.
+        ValueError: shapes, devices, masks or sinks that do not fit (named in the message).
     """
     for name, t in (("q", q), ("k", k), ("v", v)):
         check.tensor(name, t, min_dim=2, floating=True)
@@ -509,19 +465,17 @@ def self_attention(
     chunk: int | None = None,
     sinks: torch.Tensor | None = None,
 ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
-    """Single-head self-attention of ``x`` with projection matrices (no positions added here):
-    ``attention(x @ w_q, x @ w_k, x @ w_v)`` (Vaswani et al. 2017, Eq. 1).
+    """Single-head self-attention ``attention(x @ w_q, x @ w_k, x @ w_v)`` (Vaswani et al. 2017,
+    Eq. 1); no positions are added here.
 
-    Checked in ``tests/core/test_attention.py``: without positions and without a causal mask,
-    permuting the tokens permutes the outputs, and a causal mask or positions break that
-    (chapter 1).
+    Tested in ``tests/core/test_attention.py``: without positions and without a causal mask,
+    permuting the tokens permutes the outputs (chapter 1).
 
     Args:
         x: ``(..., s, d)``, floating point.
         w_q, w_k: ``(d, d_h)``; w_v: ``(d, d_v)``; same dtype and device as x.
-        causal, bias, return_weights, window, chunk, sinks: as in :func:`attention`; bias
-            broadcasts to the scores ``(..., s, s)`` without enlarging them, and sinks need a
-            head dimension in x (``(..., h, s, d)``).
+        causal, bias, return_weights, window, chunk, sinks: as in :func:`attention` (sinks
+            need a head dimension in x, ``(..., h, s, d)``).
 
     Returns:
         ``(..., s, d_v)`` (and weights ``(..., s, s)`` if requested).
@@ -572,27 +526,21 @@ class MultiHeadSelfAttention(nn.Module):
     """Multi-head self-attention whose positional scheme is chosen at construction.
 
     One fused ``nn.Linear`` makes q, k and v (``(b, s, d) -> (b, h, s, d_h)`` each), then
-    :func:`attention` (Vaswani et al. 2017, Sec. 3.2.2), then the output projection. Checked
-    in ``tests/core/test_attention.py``: causal weights vanish above the diagonal, the weights
-    path equals the fused one, and without positions permuting the tokens permutes the
-    outputs (chapter 1); its window, chunk and sinks in ``tests/core/test_attention_layers.py``
-    against :func:`attention`.
+    :func:`attention` (Vaswani et al. 2017, Sec. 3.2.2), then the output projection. Tested in
+    ``tests/core/test_attention.py`` (causal weights, both paths, equivariance without positions)
+    and ``tests/core/test_attention_layers.py`` (window, chunk and sinks against
+    :func:`attention`).
 
     Args:
-        d_model: model width, a positive integer at most 2**20 (``MAX_WIDTH``); the
-            projections' 4 d_model**2 + 4 d_model parameters (in the default dtype) may take
-            at most ``MAX_RESULT_BYTES`` (4 GiB).
-        n_heads: number of heads, a positive integer that divides d_model, at most 2**16
-            (``MAX_HEADS``).
-        rope: None, or a :class:`~posenc_core.rope.RotaryEmbedding` (its head_dim must be
-            d_model // n_heads) applied to queries and keys.
-        alibi: True or False; add ALiBi biases (causal or bidirectional to match ``causal`` in
-            forward).
+        d_model: model width, a positive integer at most ``MAX_WIDTH``; the projections may take
+            at most ``MAX_RESULT_BYTES``.
+        n_heads: number of heads, dividing d_model, at most ``MAX_HEADS``.
+        rope: None, or a :class:`~posenc_core.rope.RotaryEmbedding` of head_dim
+            d_model // n_heads, applied to queries and keys.
+        alibi: True or False; add ALiBi biases (causal or bidirectional as in forward).
         bias: True or False; use biases in the linear projections.
-        sinks: True or False; learn one sink logit per head (GPT-OSS), the parameter
-            ``sinks`` of shape ``(n_heads,)`` initialised to zeros, passed to
-            :func:`attention` (which then takes its explicit path); False sets ``sinks`` to
-            None.
+        sinks: True or False; learn one sink logit per head (GPT-OSS), the parameter ``sinks``
+            ``(n_heads,)`` initialised to zeros (None when False).
     """
 
     def __init__(
@@ -653,15 +601,12 @@ class MultiHeadSelfAttention(nn.Module):
         Args:
             x: ``(b, s, d)``, with the dtype and device of the module's parameters.
             causal: True or False; mask future keys.
-            bias: extra additive floating-point bias that broadcasts to the scores
-                ``(b, h, s, s)`` without enlarging them (e.g. ``(s, s)``, ``(h, s, s)``,
-                ``(b, 1, 1, s)``), as in :func:`attention`; added to ALiBi's when ``alibi``.
+            bias: extra additive floating bias broadcasting to the scores ``(b, h, s, s)`` without
+                enlarging them, as in :func:`attention`; added to ALiBi's when ``alibi``.
             positions: passed to the rotary embedding (offset or position ids).
-            return_weights: True or False; also return weights ``(b, h, s, s)``. Those
-                (scores and weights in x's dtype) and the ALiBi bias (n_heads x s x s in
-                float64) may take at most ``MAX_RESULT_BYTES`` (4 GiB).
-            window, chunk: None, or a positive integer (not both): a sliding-window or
-                chunked mask, as in :func:`attention` (bidirectional unless ``causal``).
+            return_weights: True or False; also return weights ``(b, h, s, s)`` (they and the ALiBi
+                bias may take at most ``MAX_RESULT_BYTES``).
+            window, chunk: None or a positive integer (not both), as in :func:`attention`.
 
         Returns:
             ``(b, s, d)`` (and the weights if requested).

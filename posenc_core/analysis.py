@@ -138,21 +138,15 @@ def similarity_by_offset(table: torch.Tensor, max_offset: int | None = None) -> 
 def sinusoidal_similarity(
     offsets: torch.Tensor | list | int, d_model: int, *, base: float = 10000.0
 ) -> torch.Tensor:
-    """Cosine similarity of PE(p) and PE(p + k), which depends only on k.
+    """Cosine similarity of PE(p) and PE(p + k), which depends only on k: ``mean_i cos(w_i k)``.
 
-    ::
-
-        PE(p) . PE(p+k) = sum_i [sin(w_i p) sin(w_i (p+k)) + cos(w_i p) cos(w_i (p+k))]
-                        = sum_i cos(w_i k)
-
-    and ``PE(p) . PE(p) = d_model / 2``, so the similarity is ``mean_i cos(w_i k)``
-    (Vaswani et al. 2017, Sec. 3.5; checked against the table's own rows in the tests).
+    From ``PE(p) . PE(p+k) = sum_i cos(w_i k)`` and ``PE(p) . PE(p) = d_model / 2`` (Vaswani et
+    al. 2017, Sec. 3.5); tested in ``tests/core/test_analysis.py`` against the table's own rows.
 
     Args:
         offsets: any shape ``K`` of finite real offsets k.
-        d_model, base: as in :func:`~posenc_core.sinusoidal.sinusoidal_frequencies` (d_model
-            at most 2**20); the float64 angles (numel(K) x d_model/2 x 8 bytes) may take at
-            most ``MAX_RESULT_BYTES`` (4 GiB).
+        d_model, base: as in :func:`~posenc_core.sinusoidal.sinusoidal_frequencies`; the
+            float64 angles may take at most ``MAX_RESULT_BYTES``.
 
     Returns:
         float64 tensor of shape ``K``.
@@ -244,22 +238,20 @@ def count_pairs(
 ) -> dict[str, int]:
     """Sort the (sin, cos) pairs by how far they turn over a sequence of ``length`` positions.
 
-    Pair i turns by ``omega_i * length`` radians in total, with omega_i = base**(-2i/d) (the
-    same frequencies serve the sinusoidal table with d_model, Vaswani et al. 2017, Sec. 3.5,
-    and RoPE with head_dim, Su et al. 2021). Checked in ``tests/core/test_analysis.py``
-    against a direct count and the closed form floor(d/2 log(L/2pi) / log b) + 1.
+    Pair i turns by ``omega_i * length`` radians, omega_i = base**(-2i/d) (the sinusoidal table,
+    Vaswani et al. 2017, Sec. 3.5, and RoPE, Su et al. 2021). Tested in
+    ``tests/core/test_analysis.py`` against a direct count and the closed form
+    floor(d/2 log(L/2pi) / log b) + 1.
 
     Args:
-        head_or_model_dim: d_model (or head_dim), positive and even, at most 2**20
-            (``MAX_WIDTH``).
+        head_or_model_dim: d_model (or head_dim), positive and even, at most ``MAX_WIDTH``.
         length: sequence length L, a positive integer, at most 2**53.
         base: frequency base, finite and > 1.
         frozen_angle: pairs turning less than this many radians count as frozen.
 
     Returns:
-        dict with ``full_turn`` (omega_i L >= 2 pi: at least one full cycle), ``frozen``
-        (omega_i L < frozen_angle) and ``partial`` (the rest). An angle exactly on a
-        threshold falls on the side its float64 value gives.
+        dict with ``full_turn`` (omega_i L >= 2 pi), ``frozen`` (omega_i L < frozen_angle) and
+        ``partial`` (the rest); a float64 angle on a threshold falls on the side it gives.
     """
     head_or_model_dim = check.width("head_or_model_dim", head_or_model_dim, where="count_pairs")
     length = check.position_count("length", length, where="count_pairs")
@@ -321,20 +313,16 @@ def rope_score_vs_distance(
 ) -> torch.Tensor:
     """The RoPE score <R_m q, R_n k> / head_dim as a function of the distance n - m.
 
-    With the default q = k = all ones (the case RoFormer's decay argument considers) each
-    pair contributes 2 cos(theta_i * distance), so the curve is mean_i cos(theta_i * distance):
-    1 at distance 0, and on average smaller as the distance grows, though not monotonically.
-    Any (q, k) may be given instead (interleaved pairs), e.g. to see that random vectors show
-    no systematic decay (Barbero et al. 2024).
-
-    Su et al. 2021 (RoFormer), Sec. 3.4.3; checked in ``tests/core/test_analysis.py`` against
-    rotating the vectors with :func:`~posenc_core.rope.apply_rope`.
+    With the default q = k = all ones (RoFormer's decay argument, Su et al. 2021, Sec. 3.4.3) the
+    curve is mean_i cos(theta_i * distance): 1 at distance 0, smaller on average as the distance
+    grows, though not monotonically; random vectors show no systematic decay (Barbero et al.
+    2024). Tested in ``tests/core/test_analysis.py`` against rotating the vectors with
+    :func:`~posenc_core.rope.apply_rope`.
 
     Args:
         distances: any shape ``K`` of finite real relative distances n - m.
-        head_dim, base, scaling: as in :func:`~posenc_core.rope.rope_frequencies` (head_dim
-            at most 2**20); the float64 angles and their cosines and sines (numel(K) x
-            head_dim x 8 bytes) may take at most ``MAX_RESULT_BYTES`` (4 GiB).
+        head_dim, base, scaling: as in :func:`~posenc_core.rope.rope_frequencies`; the float64
+            angles may take at most ``MAX_RESULT_BYTES``.
         q, k: optional finite floating ``(head_dim,)`` vectors, paired as (2i, 2i+1).
 
     Returns:
@@ -365,23 +353,21 @@ def rope_score_vs_distance(
 def rope_decay_bound(
     distances: torch.Tensor | list | int, head_dim: int, *, base: float = 10000.0
 ) -> torch.Tensor:
-    """RoFormer's upper bound on the relative score, ``(1/(d/2)) sum_j abs(S_j)``
-    (Su et al. 2021, Eq. 37).
+    """RoFormer's upper bound on the relative score, ``(1/(d/2)) sum_j abs(S_j)`` (Su et al. 2021,
+    Eq. 37), with ``S_j = sum_{i<j} exp(1j * distance * theta_i)``.
 
-    ``S_j = sum_{i<j} exp(1j * distance * theta_i)``, j = 1 .. d/2. By Abel summation
-    ``abs(sum_i h_i exp(1j m theta_i)) <= max_i abs(h_{i+1} - h_i) * sum_j abs(S_j)``; the
-    paper plots the mean of ``abs(S_j)``, which decays with distance. Checked in
+    By Abel summation the score is at most ``max_i abs(h_{i+1} - h_i) * sum_j abs(S_j)``; the paper
+    plots the mean of ``abs(S_j)``, which decays with distance. Tested in
     ``tests/core/test_analysis.py`` against the partial sums computed with numpy.
 
     Args:
-        distances: any shape ``K`` of finite real relative distances m.
-        head_dim: head width, a positive even integer (d above), at most 2**20; the complex
-            partial sums (numel(K) x head_dim/2 x 16 bytes) may take at most
-            ``MAX_RESULT_BYTES`` (4 GiB).
+        distances: any shape ``K`` of finite real relative distances.
+        head_dim: d, a positive even integer; the complex partial sums may take at most
+            ``MAX_RESULT_BYTES``.
         base: frequency base, finite and > 1 (theta_i = base**(-2i/d)).
 
     Returns:
-        float64 tensor of shape ``K`` (the shape of ``distances``); d/4 + 1/2 at distance 0.
+        float64 tensor of shape ``K``; d/4 + 1/2 at distance 0.
     """
     dist = check.as_positions("distances", distances)  # K, float64
     head_dim = check.width("head_dim", head_dim, where="rope_decay_bound")
@@ -410,19 +396,15 @@ def score_decomposition(
 ) -> dict[str, torch.Tensor]:
     """Split the attention score of (content + position) into four terms.
 
-    With x_i = e_i + p_i and A = W_q W_k^T / sqrt(d_h),
-    x_i A x_j^T = e_i A e_j^T + e_i A p_j^T + p_i A e_j^T + p_i A p_j^T.
-
-    This is the expansion discussed by Ke, He and Liu 2021 ("Rethinking Positional Encoding
-    in Language Pre-training", TUPE); checked in ``tests/core/test_analysis.py`` against the
-    score of the summed input computed directly.
+    With x_i = e_i + p_i and A = W_q W_k^T / sqrt(d_h), x_i A x_j^T = e_i A e_j^T + e_i A p_j^T +
+    p_i A e_j^T + p_i A p_j^T (Ke, He and Liu 2021, TUPE). Tested in
+    ``tests/core/test_analysis.py`` against the score of the summed input.
 
     Args:
         content: ``(s, d)`` finite floating token embeddings e.
         position: ``(s, d)`` finite floating position encodings p.
-        w_q, w_k: ``(d, d_h)`` finite floating projections, d_h >= 1. The five float64
-            ``(s, s)`` results and the ``(d, d)`` product may take at most
-            ``MAX_RESULT_BYTES`` (4 GiB) together.
+        w_q, w_k: ``(d, d_h)`` finite floating projections, d_h >= 1; the float64 results may
+            take at most ``MAX_RESULT_BYTES`` together.
 
     Returns:
         dict of float64 ``(s, s)`` tensors: ``content_content``, ``content_position``,
@@ -480,18 +462,15 @@ _BOUND_WITNESSES = 64  # violating distances kept to test the next base first
 def rope_bound_curve(context_length: int, head_dim: int, *, base: float = 10000.0) -> torch.Tensor:
     """B(m) = sum_i cos(m * theta_i) for every distance m = 0 .. context_length.
 
-    The quantity of Men et al. 2024 (Sec. 3): ``2 sigma**2 B(m)`` is how much more attention
-    a key similar to the query gets than a random key at relative distance m, for queries and
-    keys with i.i.d. components of variance sigma**2. It is ``head_dim / 2`` times
-    :func:`rope_score_vs_distance` with its default all-ones q and k (checked in
-    ``tests/core/test_base_bound.py``, and against numpy's float64 cos).
+    Men et al. 2024, Sec. 3: ``2 sigma**2 B(m)`` is how much more attention a key similar to the
+    query gets than a random one at distance m. It is ``head_dim / 2`` times
+    :func:`rope_score_vs_distance` with all-ones q and k; tested in
+    ``tests/core/test_base_bound.py`` and against numpy's float64 cos.
 
     Args:
-        context_length: L, a non-negative integer (the curve has L + 1 values); the float64
-            angles ((L + 1) x d/2 x 8 bytes) may take at most ``MAX_RESULT_BYTES`` (4 GiB):
-            L up to 2**23 - 1 for head_dim 128 (:func:`rope_base_meets_bound` evaluates
-            longer contexts in chunks).
-        head_dim: d, a positive even integer, at most 2**20 (``MAX_WIDTH``).
+        context_length: L, a non-negative integer; the float64 angles may take at most
+            ``MAX_RESULT_BYTES`` (:func:`rope_base_meets_bound` evaluates longer ones in chunks).
+        head_dim: d, a positive even integer, at most ``MAX_WIDTH``.
         base: RoPE base b, finite and > 1 (theta_i = b**(-2i/d)).
 
     Returns:
@@ -515,15 +494,13 @@ def rope_bound_curve(context_length: int, head_dim: int, *, base: float = 10000.
 def rope_base_meets_bound(context_length: int, head_dim: int, *, base: float) -> bool:
     """Whether B(m) >= 0 for every m = 0 .. context_length (Men et al. 2024, Sec. 3).
 
-    ``rope_bound_curve(...).min() >= 0``, evaluated in float64 in chunks of distances (little
-    memory for a long context) by the same code as :func:`rope_base_lower_bound`; checked
-    against numpy in ``tests/core/test_base_bound.py``.
+    ``rope_bound_curve(...).min() >= 0``, evaluated in float64 in chunks of distances by the code
+    of :func:`rope_base_lower_bound`; tested against numpy in ``tests/core/test_base_bound.py``.
 
     Args:
         context_length: L, a non-negative integer, with (L + 1) x d/2 at most
-            :data:`MAX_BOUND_EVALUATIONS` = 2**32 cosines (about 20 s on one core): L up to
-            2**26 - 1 for head_dim 128.
-        head_dim: d, a positive even integer, at most 2**20 (``MAX_WIDTH``).
+            :data:`MAX_BOUND_EVALUATIONS` cosines.
+        head_dim: d, a positive even integer, at most ``MAX_WIDTH``.
         base: RoPE base b, finite and > 1.
 
     Returns:
@@ -571,54 +548,26 @@ def rope_base_lower_bound(
 ) -> float:
     """The smallest RoPE base b > 1 with B(m) = sum_i cos(m b**(-2i/d)) >= 0 for all m <= L.
 
-    The lower bound of Men et al. 2024 ("Base of RoPE Bounds Context Length", Sec. 3; their
-    Table 1 lists it for head_dim 128), computed in float64.
-
-    **The feasible set is not an interval.** B(m) is not monotone in b: a base slightly above
-    a feasible one can fail (for head_dim 128 and L = 4096, base 26960 meets the bound, 27500
-    does not, 28700 does again; ``tests/core/test_base_bound.py``). So bisection on b alone is
-    not sound, and the result is defined as the infimum of the feasible set, searched as
-    follows, in u = ln b:
-
-    1. **Certified scan upwards** from b = 1. At a base where some B(m) < 0, every larger base
-       up to ``u + (-B(m)) / K_m`` fails too, where ``K_m = sum_i a_i phi_i min(1, phi_i)``
-       with ``a_i = 2i/d`` and ``phi_i = m theta_i`` bounds ``|dB(m)/du|`` on [u, inf) (each
-       phi_i only shrinks as u grows). The scan jumps by that certified radius, and by at
-       least ``island``: only the part of a step beyond the radius is unchecked.
-    2. **Bisection** between the end of the last certified-infeasible stretch and the first
-       feasible scan point, again jumping over certified stretches, until the bracket is
-       narrower than ``rtol`` (in ln b).
-
-    Guarantee: the returned base meets the bound (it was evaluated, as in
-    :func:`rope_base_meets_bound`); an edge of the feasible set lies between ``exp(-rtol)``
-    times it and it; and no feasible base lies below that edge except inside a stretch of
-    feasible bases narrower than ``island`` in ln b (an "island" of relative width below
-    ``island``, which only a finer scan can find). The search is deterministic, so the
-    result is reproducible. The bound is defined for head_dim >= 6: with three or more pairs
-    a base b >= (L / arccos(1/(d/2 - 1)))**(d/2) always meets it (every pair but the first
-    keeps cos >= 1/(d/2 - 1)), so a finite bound exists; with one pair (d = 2) none does.
-
-    Cost: head_dim 128 and L = 1024 .. 32768 (powers of two) take about 2-3 s in all on two
-    CPU cores; 65536, 131072 and 262144 took about 7 s, 15 s and 45 s here, growing faster
-    than L (every step evaluates all L + 1 distances, and longer contexts need more steps).
-    ``context_length`` is therefore limited to :data:`MAX_BOUND_CONTEXT` = 2**18 = 262144,
-    about a minute; a larger L raises a ValueError rather than running for hours. The search
-    runs torch on one intra-op thread (``torch.set_num_threads(1)`` for its duration, restored
-    after): its steps are too small to gain from threads.
-
-    Men et al.'s own search (their Appendix E) checks m = 0 .. L - 1 in float32 on a grid of
-    two significant figures; ``rope_base_lower_bound(L - 1, d)`` is this function with their
-    range of m.
+    The lower bound of Men et al. 2024 ("Base of RoPE Bounds Context Length", Sec. 3, Table 1),
+    in float64. B(m) is not monotone in b, so the feasible set is not an interval and bisection
+    alone is unsound: the search, in u = ln b, scans upwards from b = 1 jumping over certified
+    infeasible stretches (at a base with some B(m) < 0, every base up to u + (-B(m)) / K_m fails
+    too, K_m = sum_i a_i phi_i min(1, phi_i) with a_i = 2i/d, phi_i = m theta_i, bounding
+    abs(dB/du)), then bisects to ``rtol``. Guarantee: the result meets the bound, an edge of the
+    feasible set lies within ``exp(-rtol)`` below it, and no feasible base lies below that edge
+    except in a stretch narrower than ``island`` in ln b. Deterministic; runs torch on one thread.
+    Tested in ``tests/core/test_base_bound.py`` against a brute-force scan and Su Jianlin's
+    recomputation of the paper's table. Men et al.'s own search checks m < L:
+    ``rope_base_lower_bound(L - 1, d)``.
 
     Args:
-        context_length: L, an integer in 2 .. 2**18 (for L <= 1 every base > 1 meets the
-            bound; above 2**18 the search would take hours, see "Cost"), with L x d/2 at most
-            :data:`MAX_BOUND_SEARCH_STEP` = 2**24 (L = 2**18 for head_dim 128; 2**14 for 2048).
-        head_dim: d, an even integer >= 6, at most 2**20 (``MAX_WIDTH``).
-        island: width in ln b below which a stretch of feasible bases may be missed, a real
-            number in [1e-6, 0.1].
-        rtol: accuracy of the result in ln b (so relative to the base), in [1e-12, 1e-3] and
-            at most ``island``.
+        context_length: L, an integer in 2 .. :data:`MAX_BOUND_CONTEXT`, with L x d/2 at most
+            :data:`MAX_BOUND_SEARCH_STEP`.
+        head_dim: d, an even integer >= 6 (a finite bound exists from three pairs on), at most
+            ``MAX_WIDTH``.
+        island: width in ln b below which a stretch of feasible bases may be missed, in
+            [1e-6, 0.1].
+        rtol: accuracy of the result in ln b, in [1e-12, 1e-3] and at most ``island``.
 
     Returns:
         the base, a float > 1.
@@ -654,11 +603,9 @@ def rope_base_lower_bound(
 
 @contextlib.contextmanager
 def _one_thread() -> Iterator[None]:
-    """Run torch on one intra-op thread inside the block, restoring the setting after.
-
-    The search makes thousands of small steps (a few 10k elements each): too small to gain from
-    threads, and on a machine whose cores are busy, waiting for the other thread made it ten
-    times slower (measured: 20 s instead of 3 s for L = 1024 .. 32768)."""
+    """Run torch on one intra-op thread inside the block, restoring the setting after: the
+    search's thousands of small steps gain nothing from threads and lose much on busy cores.
+    """
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:

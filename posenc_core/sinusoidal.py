@@ -3,19 +3,15 @@
     PE(pos, 2i)   = sin(pos * omega_i)
     PE(pos, 2i+1) = cos(pos * omega_i),      omega_i = base ** (-2i / d_model)
 
+Two layouts, named as RoPE's: ``"interleaved"`` is the paper's (sine i at dim 2i, cosine i at
+2i + 1); ``"half"`` puts all sines, then all cosines (the pairs (j, j + d/2) of RoPE's half
+layout), as tensor2tensor's ``get_timing_signal_1d`` and fairseq do. The old name
+``"concat"`` is refused with a message giving the new one. Angles are float64, rounded once to
+the requested dtype (see :doc:`/numerics`). Tested in ``tests/core/test_sinusoidal.py``
+against the paper's formula evaluated with Python's ``math`` in double precision.
+
 Notation for tensor shapes: n = number of positions, d = d_model, b = batch, s = sequence,
 ``P`` = any shape of positions.
-
-Two layouts, named as RoPE's (see ``check.LAYOUTS``): ``"interleaved"`` is the paper's (sine i
-at dim 2i, cosine i at dim 2i + 1), ``"half"`` puts all sines, then all cosines (sine i at dim
-i, cosine i at dim i + d/2: the pairs (j, j + d/2) of RoPE's half layout), as tensor2tensor's
-``get_timing_signal_1d`` and fairseq do. The old name ``"concat"`` is refused with a message
-that gives the new one.
-
-Angles are computed in float64 and rounded once to the requested dtype, so a float32 or
-bfloat16 table is the correctly rounded version of the exact table, even at positions in
-the millions. Checked in ``tests/core/test_sinusoidal.py`` against the paper's formula
-evaluated independently with Python's ``math`` module in double precision.
 """
 
 from __future__ import annotations
@@ -81,16 +77,14 @@ def sinusoidal_formula(
 ) -> torch.Tensor:
     """The formula itself: sin(pos * omega_i) and cos(pos * omega_i), laid out by ``layout``.
 
-    Every table of this module is this function of float64 positions, rounded once to the
-    requested dtype. It trusts its arguments (:func:`sinusoidal_encoding` and
-    :func:`sinusoidal_table` check them).
+    Every table of this module is this function of float64 positions, rounded once. Trusts its
+    arguments.
 
     Args:
         positions: float64 tensor of any shape ``P``.
         d_model: even width d.
-        base: the base, > 1 (omega_i = base ** (-2i / d), :func:`sinusoidal_frequencies`).
-        layout: ``"interleaved"`` (sine i at dim 2i, cosine at 2i + 1) or ``"half"`` (sines,
-            then cosines).
+        base: the base, > 1.
+        layout: ``"interleaved"`` or ``"half"``.
 
     Returns:
         float64 tensor of shape ``P + (d_model,)``.
@@ -113,23 +107,21 @@ def sinusoidal_encoding(
     dtype: torch.dtype = torch.float32,
     device: torch.device | str | None = None,
 ) -> torch.Tensor:
-    """Encodings PE(pos) of Vaswani et al. 2017, Sec. 3.5, for arbitrary (possibly fractional
-    or negative) positions.
+    """Encodings PE(pos) of Vaswani et al. 2017, Sec. 3.5, for any real (fractional or negative)
+    positions, from float64 angles rounded once to ``dtype``.
 
-    Checked in ``tests/core/test_sinusoidal.py`` against the paper's formula evaluated with
+    Tested in ``tests/core/test_sinusoidal.py`` against the paper's formula evaluated with
     Python's ``math`` in float64 (correctly rounded in float32, bfloat16 and float16).
 
     Args:
         positions: any shape ``P`` of finite real positions.
-        d_model: positive even width, at most 2**20 (``MAX_WIDTH``); the encodings, counted
-            in float64 (numel(P) x d_model x 8 bytes), may take at most ``MAX_RESULT_BYTES``
-            (4 GiB): encode longer runs of positions in chunks.
+        d_model: positive even width, at most ``MAX_WIDTH``; the float64 encodings may take at
+            most ``MAX_RESULT_BYTES`` (encode longer runs in chunks).
         base: frequency base, finite and > 1.
-        layout: ``"interleaved"`` (the paper: sin on even dims, cos on odd dims) or
-            ``"half"`` (all sines, then all cosines, same frequencies: pairs (j, j + d/2)).
-        dtype: floating dtype of the result; angles are always computed in float64.
-        device: device of the result: a torch.device, a string such as ``"cpu"``, or None
-            (defaults to that of ``positions``, else CPU).
+        layout: ``"interleaved"`` (the paper's) or ``"half"`` (all sines, then all cosines).
+        dtype: floating dtype of the result.
+        device: a torch.device, a string such as ``"cpu"``, or None (that of ``positions``,
+            else CPU).
 
     Returns:
         tensor of shape ``P + (d_model,)``.
@@ -163,17 +155,15 @@ def sinusoidal_table(
 ) -> torch.Tensor:
     """The table PE[pos, :] for pos = 0 .. n_positions - 1 (Vaswani et al. 2017, Sec. 3.5).
 
-    Checked in ``tests/core/test_sinusoidal.py`` against the paper's formula evaluated with
+    Tested in ``tests/core/test_sinusoidal.py`` against the paper's formula evaluated with
     Python's ``math`` (and, for bfloat16 and float16, against numpy's float64 table).
 
     Args:
         n_positions: number of rows, a positive integer.
-        d_model: positive even width, at most 2**20 (``MAX_WIDTH``). The table, counted in
-            float64 (n_positions x d_model x 8 bytes), may take at most ``MAX_RESULT_BYTES``
-            (4 GiB): 2**22 positions at d_model 128, 2**18 at 2048; build a longer one in
-            chunks of positions with :func:`sinusoidal_encoding`.
-        base, layout, dtype, device: as in :func:`sinusoidal_encoding` (``device`` None
-            means CPU).
+        d_model: positive even width, at most ``MAX_WIDTH``; the float64 table may take at most
+            ``MAX_RESULT_BYTES`` (build a longer one in chunks with :func:`sinusoidal_encoding`).
+        base, layout, dtype, device: as in :func:`sinusoidal_encoding` (``device`` None means
+            CPU).
 
     Returns:
         tensor of shape ``(n_positions, d_model)``, values in [-1, 1].
@@ -196,26 +186,22 @@ def sinusoidal_table(
 
 
 class SinusoidalPositionalEncoding(nn.Module):
-    """Adds the sinusoidal table to token embeddings, as in the original Transformer
-    (Vaswani et al. 2017, Sec. 3.5).
+    """Adds the sinusoidal table to token embeddings, as in the original Transformer (Vaswani et
+    al. 2017, Sec. 3.5).
 
-    The first ``max_len`` rows are precomputed in float64 into a non-persistent buffer (it
-    follows the module across devices but is not saved in ``state_dict``: it is a formula,
-    not a weight). If a cast such as ``module.half()`` lowers its precision, it is rebuilt in
-    float64 on the next call, so a low-precision model never gets a less accurate table.
-    Rows past ``max_len`` are computed from the formula on demand, since a fixed encoding has
-    a value for every position (whether the rest of a model copes with them is another
-    matter; see chapter 5). Checked in ``tests/core/test_sinusoidal.py`` against the paper's
-    formula, before and past ``max_len``.
+    The first ``max_len`` rows are precomputed in float64 into a non-persistent buffer (a formula,
+    not a weight: not in ``state_dict``), rebuilt in float64 if a cast lowers its precision; rows
+    past ``max_len`` are computed on demand (see :doc:`/numerics`). Tested in
+    ``tests/core/test_sinusoidal.py`` against the paper's formula, before and past ``max_len``.
 
     Args:
-        d_model: positive even width, at most 2**20 (``MAX_WIDTH``).
-        max_len: number of rows to precompute, a positive integer; the float64 table
-            (max_len x d_model x 8 bytes) may take at most ``MAX_RESULT_BYTES`` (4 GiB).
+        d_model: positive even width, at most ``MAX_WIDTH``.
+        max_len: number of rows to precompute, a positive integer; the float64 table may take
+            at most ``MAX_RESULT_BYTES``.
         base: frequency base, finite and > 1.
         layout: ``"interleaved"`` or ``"half"`` (see :func:`sinusoidal_encoding`).
-        scale: multiply the input by this before adding (the paper multiplies embeddings by
-            sqrt(d_model); pass ``scale=d_model**0.5`` for that). Defaults to 1.
+        scale: multiply the input by this before adding (the paper's sqrt(d_model):
+            ``scale=d_model**0.5``). Defaults to 1.
     """
 
     def __init__(
@@ -262,12 +248,12 @@ class SinusoidalPositionalEncoding(nn.Module):
 
         Args:
             x: ``(b, s, d_model)`` (or ``(s, d_model)``) floating tensor.
-            offset: position of the first token (for example the length of a KV cache), an
-                integer >= 0 with offset + s - 1 <= 2**53 (positions float64 holds exactly).
+            offset: position of the first token (e.g. the length of a KV cache), an integer >= 0
+                with offset + s - 1 <= 2**53.
 
         Returns:
-            tensor with the shape and dtype of ``x``. For bfloat16/float16 inputs the sum is
-            formed in float64 and rounded once (the correctly rounded result).
+            tensor with the shape and dtype of ``x``; for bfloat16/float16 the sum is formed in
+            float64 and rounded once.
         """
         check.tensor("x", x, min_dim=2, floating=True)
         if x.shape[-1] != self.d_model:

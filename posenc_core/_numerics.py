@@ -1,4 +1,4 @@
-"""Correct rounding from float64 to the low-precision dtypes."""
+"""Correct rounding from float64 to bfloat16/float16, and the trig warm-up (see numerics.md)."""
 
 from __future__ import annotations
 
@@ -31,18 +31,18 @@ def warm_up_trigonometry() -> None:
 def round_once(t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     """Round a float64 tensor to ``dtype`` to nearest (ties to even), as one rounding.
 
-    torch converts float64 to bfloat16/float16 through float32, rounding twice, which misses
-    the nearest value for about one element in 2**16 (bfloat16) or 2**14 (float16). Rounding
-    to float32 *to odd* first (truncate, then set the last bit if inexact) makes the second
-    rounding give the correctly rounded result, since float32 keeps more than two extra bits
-    (Boldo and Melquiond 2008, "Emulation of FMA and correctly rounded sums").
+    torch converts float64 to bfloat16/float16 through float32, rounding twice; rounding to
+    float32 *to odd* first makes the second rounding the correct one (Boldo and Melquiond 2008,
+    "Emulation of FMA and correctly rounded sums"). The gradient is that of ``.to(dtype)``. See
+    the Numerics page (``numerics.md``); tested in ``tests/core/test_rope.py`` and
+    ``test_sinusoidal.py``.
 
     Args:
         t: any tensor; only float64 input to a low-precision ``dtype`` takes the careful path.
         dtype: target dtype.
 
     Returns:
-        ``t`` converted to ``dtype``.
+        ``t`` converted to ``dtype``, of its shape.
     """
     if dtype not in LOW_PRECISION or t.dtype != torch.float64:
         return t.to(dtype)
@@ -55,16 +55,14 @@ _BELOW_FLOAT32 = (1 << 29) - 1  # the float64 significand bits that float32 does
 
 
 def round_once_into(y: torch.Tensor, out: torch.Tensor, scratch: torch.Tensor) -> None:
-    """``out.copy_(round_once(y, out.dtype))`` for float64 ``y`` and a bfloat16/float16 ``out``,
-    in place and without temporaries (``y`` is overwritten; ``scratch`` is int64 like ``y``),
-    where float32 is normal: every nonzero ``|y| >= 2**-126`` (the caller checks it).
+    """``out.copy_(round_once(y, out.dtype))`` in place, without temporaries, for float64 ``y``
+    (overwritten; ``scratch`` is int64 like it) where float32 is normal: every nonzero
+    ``abs(y) >= 2**-126`` (the caller checks it).
 
-    Rounds ``y`` to float32 precision *to odd* on its bits (drop the 29 low significand bits,
-    and set the last kept one if any of them was nonzero), so that torch's float64 -> float32
-    step is exact and its float32 -> low-precision step is the only rounding (Boldo and
-    Melquiond 2008; float32 keeps more than two bits beyond bfloat16 and float16). Infinities
-    stay infinite and NaNs stay NaN. Same values as :func:`round_once` (tested), which is
-    written for clarity and allocates several temporaries.
+    Rounds ``y`` to float32 precision to odd on its bits (drop the low 29 significand bits, set
+    the last kept one if any was nonzero), so torch's float64 -> float32 step is exact and the
+    float32 -> ``out.dtype`` step the only rounding; infinities and NaNs stay. Same values as
+    :func:`round_once` (tested in ``tests/core/test_rope.py``).
     """
     y_bits = y.view(torch.int64)
     torch.bitwise_and(y_bits, _BELOW_FLOAT32, out=scratch)  # the bits to drop (sign excluded)
@@ -74,14 +72,12 @@ def round_once_into(y: torch.Tensor, out: torch.Tensor, scratch: torch.Tensor) -
 
 
 def round_sum_once(s: torch.Tensor, e: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """The exact sum ``s + e`` of two float64 tensors from TwoSum (``s = fl(a + b)``, ``e``
-    its exact error, so ``|e| <= ulp(s) / 2``), rounded once to a bfloat16/float16 ``dtype``.
+    """The exact sum ``s + e`` of a TwoSum pair (``s = fl(a + b)``, ``e`` its exact error), rounded
+    once to a bfloat16/float16 ``dtype``.
 
-    Rounds ``s + e`` to float32 *to odd* (toward zero, then the last bit set if inexact),
-    taking ``e`` into account where ``s`` alone would look exact (Boldo and Melquiond 2008),
-    then lets torch's float32 -> ``dtype`` conversion do the only rounding. This is what
-    ``round_once(s)`` gives, except where ``s`` is itself a midpoint of ``dtype`` and ``e``
-    breaks the tie, which float64 alone cannot see.
+    Rounds ``s + e`` to float32 to odd, taking ``e`` into account where ``s`` alone looks exact,
+    then lets torch's float32 -> ``dtype`` conversion round (Boldo and Melquiond 2008). Differs
+    from ``round_once(s)`` only where ``s`` is a midpoint of ``dtype`` and ``e`` breaks the tie.
     """
     f = s.to(torch.float32)  # to nearest; inf beyond float32's range
     d = f.double() - s  # exact: f is within one float32 ulp of s (inf where f overflowed)
@@ -103,11 +99,7 @@ def _round_once(t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
 
 
 class _RoundOnce(torch.autograd.Function):
-    """round_once with the gradient of a plain ``.to(dtype)``: the incoming gradient, cast back.
-
-    (The bit manipulation above has no derivative of its own: without this, every element
-    whose rounding is inexact would get a zero gradient.)
-    """
+    """round_once with the gradient of a plain ``.to(dtype)`` (the bit manipulation has none)."""
 
     @staticmethod
     def forward(ctx, t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:  # type: ignore[override]

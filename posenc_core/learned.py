@@ -18,19 +18,17 @@ from ._numerics import LOW_PRECISION, round_once
 
 
 class LearnedPositionalEmbedding(nn.Module):
-    """Adds a learned row per position to token embeddings: ``x + P[p]``, the input embedding
-    of BERT (Devlin et al. 2019, Sec. 3, "position embeddings") and GPT-2 (``wpe``).
+    """Adds a learned row per position to token embeddings: ``x + P[p]``, the input embedding of
+    BERT (Devlin et al. 2019, Sec. 3) and GPT-2 (``wpe``).
 
-    The table is an ``nn.Parameter`` of shape ``(max_len, d_model)`` initialised from
-    N(0, init_std**2). Checked in ``tests/core/test_learned.py`` against indexing the table
-    by hand (``x + weight[offset : offset + s]``, per-row position ids), with the error past
-    ``max_len`` and gradients reaching both ``x`` and the table.
+    The table is an ``nn.Parameter`` ``(max_len, d_model)`` initialised from N(0, init_std**2).
+    Tested in ``tests/core/test_learned.py`` against indexing the table by hand, with the error
+    past ``max_len`` and gradients reaching both ``x`` and the table.
 
     Args:
-        max_len: number of rows (positions 0 .. max_len - 1), e.g. 512 in BERT; the table
-            (max_len x d_model in the default dtype, 4 bytes for float32) may take at most
-            ``MAX_RESULT_BYTES`` (4 GiB).
-        d_model: width of each row, a positive integer at most 2**20 (``MAX_WIDTH``).
+        max_len: number of rows (positions 0 .. max_len - 1); the table may take at most
+            ``MAX_RESULT_BYTES``.
+        d_model: width of each row, a positive integer at most ``MAX_WIDTH``.
         init_std: standard deviation of the normal initialisation (0.02, as in BERT).
     """
 
@@ -102,24 +100,21 @@ class LearnedPositionalEmbedding(nn.Module):
     def forward(
         self, x: torch.Tensor, offset: int = 0, positions: torch.Tensor | None = None
     ) -> torch.Tensor:
-        """Return ``x + P[positions]`` (the input embedding of Devlin et al. 2019, Sec. 3).
+        """Return ``x + P[positions]`` (Devlin et al. 2019, Sec. 3).
 
         Args:
             x: ``(b, s, d)`` or ``(s, d)`` floating tensor.
-            offset: position of the first token when ``positions`` is not given (for
-                example the length of a KV cache): rows ``offset .. offset + s - 1``.
-            positions: optional integer position ids, shape ``(s,)`` or ``(b, s)`` (``b``
-                equal to x's batch size, or 1), each in ``0 .. max_len - 1`` (e.g. to
-                restart numbering after left padding). Give either this or ``offset``.
+            offset: position of the first token when ``positions`` is not given (e.g. the length
+                of a KV cache): rows ``offset .. offset + s - 1``.
+            positions: optional integer ids ``(s,)`` or ``(b, s)`` (b of x, or 1), each in
+                ``0 .. max_len - 1``. Give either this or ``offset``.
 
         Returns:
-            tensor with the shape and dtype of ``x``. For bfloat16/float16 inputs the sum is
-            formed in float64 and rounded once (the correctly rounded ``x + P[p]``); the
-            gradient reaches both ``x`` and the table, as for a plain sum.
+            tensor with the shape and dtype of ``x``; for bfloat16/float16 the sum is formed in
+            float64 and rounded once (see :doc:`/numerics`).
 
         Raises:
-            ValueError: a position outside the table, ``positions`` of the wrong shape, or
-                both ``offset`` and ``positions``.
+            ValueError: a position outside the table, ``positions`` of the wrong shape, or both.
             TypeError: a non-floating ``x``, a non-integer ``offset`` or ``positions``.
         """
         check.tensor("x", x, min_dim=2, floating=True)

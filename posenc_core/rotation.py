@@ -50,17 +50,15 @@ def shift_matrix(
 ) -> torch.Tensor:
     """The matrix M_k with ``PE(p + k) = M_k @ PE(p)`` for every position p.
 
-    For the interleaved layout M_k is block diagonal with blocks
-    ``[[cos(omega_i k), sin(omega_i k)], [-sin(omega_i k), cos(omega_i k)]]`` acting on
-    (sin, cos) pairs, i.e. ``rotation_matrix(-omega_i * k)``. For the half layout (all sines,
-    then all cosines) the same coefficients sit on the diagonals of four (d/2 x d/2) blocks.
-    From the angle-addition formulas (Vaswani et al. 2017, Sec. 3.5); checked in
+    Interleaved layout: block diagonal, blocks ``[[cos(omega_i k), sin(omega_i k)],
+    [-sin(omega_i k), cos(omega_i k)]]`` on (sin, cos) pairs (``rotation_matrix(-omega_i * k)``);
+    half layout: the same coefficients on the diagonals of four (d/2 x d/2) blocks. From the
+    angle-addition formulas (Vaswani et al. 2017, Sec. 3.5); tested in
     ``tests/core/test_rotation.py`` by moving every row of the table by k, in both layouts.
 
     Args:
-        k: the shift in positions (any finite real number, negative allowed).
-        d_model: positive even width; the float64 matrix (d_model**2 x 8 bytes) may take at
-            most ``MAX_RESULT_BYTES`` (4 GiB): d_model at most 23170.
+        k: the shift in positions (any finite real number).
+        d_model: positive even width; the float64 matrix may take at most ``MAX_RESULT_BYTES``.
         base: frequency base, finite and > 1.
         layout: ``"interleaved"`` or ``"half"``, matching the table it acts on.
         dtype: dtype of the result (built in float64, rounded once).

@@ -123,12 +123,10 @@ def rolling_decode(
 ) -> torch.Tensor:
     """The same logits as :func:`window_forward`, through an explicit cache, one token at a time.
 
-    Each layer's cache holds the keys (before rotation) and values of at most ``size`` tokens
-    with their positions in the text and the slot each was written to; before the new token
-    attends, the oldest non-sink entry is evicted if the cache is full, and the kept keys are
-    rotated at their positions under ``rule`` (for ``"inserted"``, at the slot they were
-    written to, which is what rotating once on insertion gives). Slow (one pass per token):
-    the reference :func:`window_forward` is checked against.
+    Each layer's cache holds at most ``size`` unrotated keys and values with their text positions
+    and slots; before the new token attends, the oldest non-sink entry is evicted if full and the
+    kept keys are rotated under ``rule`` (``"inserted"``: at their slots). Slow: the reference
+    :func:`window_forward` is tested against.
 
     Args:
         model, tokens, size, sinks, rule: as in :func:`window_forward`.

@@ -327,15 +327,14 @@ class ByteLM(nn.Module):
     def set_rope_scaling(self, scaling: RopeScaling | Mapping[str, Any] | None) -> None:
         """Switch RoPE's scaling at inference; the weights are untouched.
 
-        Every layer shares one :class:`~posenc_core.rope.RotaryEmbedding`, whose ``scaling`` is
-        replaced and whose cached cos/sin tables are dropped, so the next call rebuilds them with
-        the new frequencies and, for YaRN, the attention factor (cos and sin are multiplied by
-        :attr:`~posenc_core.rope.RopeScaling.attention_scaling`, so the scores by its square).
+        The shared :class:`~posenc_core.rope.RotaryEmbedding` gets the new ``scaling`` and drops
+        its cached tables, so the next call uses the new frequencies and, for YaRN, the attention
+        factor.
 
         Args:
-            scaling: None (plain RoPE), a :class:`~posenc_core.rope.RopeScaling` or a dict such
-                as ``{"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings":
-                64}`` (parsed by :func:`~posenc_core.rope.parse_scaling`).
+            scaling: None (plain RoPE), a :class:`~posenc_core.rope.RopeScaling` or a dict such as
+                ``{"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64}``
+                (parsed by :func:`~posenc_core.rope.parse_scaling`).
 
         Raises:
             ValueError: the model's scheme is not ``"rope"``, or the scaling is invalid.
@@ -428,11 +427,10 @@ class ByteLM(nn.Module):
     def attention_weights(self, tokens: torch.Tensor) -> list[torch.Tensor]:
         """The attention weights of every layer, as the model attends on ``tokens``.
 
-        Each layer's weights are the causal softmax of its scores (rotated queries and keys,
-        over sqrt(d_h), plus the scheme's bias), computed explicitly in float32; the layer's
-        output is then these weights times the values, which equals :meth:`forward`'s own
-        attention to float rounding, so every later layer sees what it sees in the model's
-        pass, to rounding too.
+        Each layer's causal softmax of its scores (rotated queries and keys over sqrt(d_h), plus
+        the scheme's bias), computed explicitly in float32; its output, weights times values,
+        equals :meth:`forward`'s attention to float rounding, so later layers see what they see
+        in the model's pass.
 
         Args:
             tokens: int64 ``(b, s)``, as in :meth:`forward`.

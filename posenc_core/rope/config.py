@@ -122,20 +122,12 @@ class RopeConfig:
 def rope_config_from_hf(config: Any) -> RopeConfig:
     """Read the RoPE settings of a Hugging Face model configuration.
 
-    The keys, their defaults and the architecture-specific names are listed in this module's
-    docstring; the rules are transformers 5.23's (``modeling_rope_utils``,
-    ``RotaryEmbeddingConfigMixin.standardize_rope_params`` and the config classes). Checked
-    against ``LlamaConfig``, ``Qwen2Config``, ``GPTNeoXConfig``, ``GPTJConfig``,
-    ``PhiConfig`` and ``Phi3Config`` objects, against config.json dicts in the older format
-    (``tests/core/test_rope_config.py``), and by running the models
-    (``tests/core/test_rope_models.py``).
-
-    Differs from transformers on purpose where it would guess: two keys that give one setting
-    with different values (``rope_theta`` in ``rope_parameters`` and at top level, say, or
-    ``rotary_pct`` and ``partial_rotary_factor``) are refused, where transformers lets one
-    win silently; so is a rotary width that is odd or zero. An explicit ``head_dim`` wins over
-    ``hidden_size // num_attention_heads``, as in transformers (Qwen3 and Gemma use a head_dim
-    with head_dim * heads != hidden_size).
+    The keys and defaults are listed in this module's docstring; the rules are transformers
+    5.23's (``standardize_rope_params`` and the config classes), except that two keys giving one
+    setting with different values, or an odd or zero rotary width, are refused where transformers
+    lets one win silently. Tested in ``tests/core/test_rope_config.py`` against ``LlamaConfig``,
+    ``Qwen2Config``, ``GPTNeoXConfig``, ``GPTJConfig``, ``PhiConfig`` and ``Phi3Config`` and
+    older config.json dicts, and in ``tests/core/test_rope_models.py`` by running the models.
 
     Args:
         config: a ``PretrainedConfig`` (anything with a ``to_dict()`` method) or a mapping (the
@@ -145,10 +137,8 @@ def rope_config_from_hf(config: Any) -> RopeConfig:
         a :class:`RopeConfig`.
 
     Raises:
-        TypeError: config is neither; a key holds the wrong kind of value.
-        ValueError: a key is missing, unknown (a rope type), out of range (a head_dim above
-            2**20, a context length above 2**53, ...) or contradicts another; the message
-            names the key, the value and what is allowed.
+        TypeError: config is neither, or a key holds the wrong kind of value.
+        ValueError: a key is missing, unknown, out of range or contradicts another (named).
     """
     cfg = _as_dict(config)
     model_type = cfg.get("model_type")

@@ -131,31 +131,25 @@ class LayerPlans(tuple):
 def layer_plan(config: Any) -> LayerPlans:
     """One :class:`LayerPlan` per decoder layer of a Hugging Face model, from its config.
 
-    Reads ``layer_types`` (or the architecture's default pattern), the rope settings per
-    layer type in either spelling (``rope_parameters`` flat or keyed by layer type, or
-    ``rope_theta`` + ``rope_scaling`` and the older per-type keys), which layers rotate
-    (``no_rope_layers``, Cohere2's sliding layers, Qwen3-Next's full layers), windows and
-    chunks, temperatures and sinks: the rules of :data:`~posenc_core.rope.layers.RULES`.
-    Checked on Llama 4, SmolLM3, Cohere2, Qwen3-Next, Gemma 3, Gemma 4, ModernBERT, OLMo 3,
-    GPT-OSS, DeepSeek-V3, Phi-4-mini and Ministral 3 with their Hugging Face classes
-    (``tests/core/test_rope_layer_models.py``) and on config.json dicts
-    (``tests/core/test_rope_layers.py``).
+    Reads layer types, per-type rope settings (either spelling), which layers rotate, windows,
+    chunks, temperatures and sinks by the rules of :data:`~posenc_core.rope.layers.RULES`. Tested
+    in ``tests/core/test_rope_layer_models.py`` against the Hugging Face classes of Llama 4,
+    SmolLM3, Cohere2, Qwen3-Next, Gemma 3 and 4, ModernBERT, OLMo 3, GPT-OSS, DeepSeek-V3,
+    Phi-4-mini and Ministral 3, and in ``tests/core/test_rope_layers.py`` on config.json dicts.
 
     Args:
         config: a ``PretrainedConfig`` (anything with ``to_dict()``) or a config.json dict;
             a multimodal config is read through its ``text_config``.
 
     Returns:
-        :class:`LayerPlans`, one :class:`LayerPlan` per layer; ``print`` shows the table.
-        Layers that rotate alike share one :class:`~posenc_core.rope.RotaryEmbedding` (one
-        table cache), as Hugging Face's models share one rotary module per layer type.
+        :class:`LayerPlans`, one :class:`LayerPlan` per layer; ``print`` shows the table. Layers
+        that rotate alike share one :class:`~posenc_core.rope.RotaryEmbedding` (one cache).
 
     Raises:
         TypeError, ValueError: as :func:`~posenc_core.rope.layer_facts`.
 
-    Example: the first five of the 48 layers of Llama 4 Scout, from the keys of its
-    ``text_config`` (``tests/core/test_rope_layers.py`` holds the dict and checks this
-    table)::
+    Example: the first five of the 48 layers of Llama 4 Scout (``tests/core/test_rope_layers.py``
+    holds the dict and checks this table); every fourth layer is NoPE with a query temperature::
 
         >>> print(layer_plan(llama4_scout_text_config)[:5])
         layer  attention  window  base    rotated  scaling     temperature  sinks
@@ -164,9 +158,6 @@ def layer_plan(config: Any) -> LayerPlans:
         2      chunked    8192    500000  128/128  llama3 x16  -            -
         3      full       -       -       -        -           llama4       -
         4      chunked    8192    500000  128/128  llama3 x16  -            -
-
-    Every fourth layer is NoPE with full attention and a query temperature; the others
-    rotate (interleaved pairs) within 8192-token chunks.
     """
     modules: dict[Any, RotaryEmbedding] = {}  # one module (and table cache) per rotation
 

@@ -466,21 +466,17 @@ def parse_scaling(
 ) -> RopeScaling:
     """Parse a Hugging Face scaling dict once into a checked :class:`RopeScaling`.
 
-    Accepts Hugging Face's key names: ``rope_type`` or the legacy ``type`` and the keys
-    ``VARIANTS`` lists for that type, besides ``rope_theta``, ``partial_rotary_factor`` and
-    the keys of ``OTHER_KEYS`` that other code reads. Keys that only other types read are
-    ignored (Hugging Face warns); a key no type reads is refused, where Hugging Face warns and
-    uses the default, so that a typo such as ``beta_fst`` cannot leave YaRN at its default.
-    ``"su"``, Phi-3's old name for ``"longrope"``, is refused with a message giving the new
-    name (Hugging Face renames it only inside ``Phi3Config``; ``rope_config_from_hf`` does the
-    same for ``model_type`` ``"phi3"``). A ``rope_theta`` entry must agree with ``base``, and a
-    ``partial_rotary_factor`` must be 1: the rotary width is the module's ``rotary_dim`` (or
-    comes from a whole config through :func:`~posenc_core.rope.rope_config_from_hf`). Checked
-    against ``transformers.modeling_rope_utils`` (``tests/core/test_rope_reference.py``).
+    Accepts ``rope_type`` (or the legacy ``type``) and the keys ``VARIANTS`` lists for it, besides
+    ``rope_theta``, ``partial_rotary_factor`` and ``OTHER_KEYS``. Keys only other types read are
+    ignored; a key no type reads is refused (Hugging Face warns), so a typo such as ``beta_fst``
+    cannot leave YaRN at its default. ``"su"`` is refused with its new name, ``"longrope"``. A
+    ``rope_theta`` must agree with ``base`` and a ``partial_rotary_factor`` must be 1 (the rotary
+    width is the module's). Tested in ``tests/core/test_rope_reference.py`` against
+    ``transformers.modeling_rope_utils``.
 
     Args:
-        scaling: None (no scaling), a :class:`RopeScaling` (returned as it is) or a mapping as
-            found in a Hugging Face config's ``rope_scaling`` / ``rope_parameters``.
+        scaling: None, a :class:`RopeScaling` (returned as it is) or a mapping as found in a
+            Hugging Face config's ``rope_scaling`` / ``rope_parameters``.
         base: rope_theta of the model, for the ``rope_theta`` consistency check.
 
     Returns:
@@ -573,32 +569,19 @@ def rope_frequencies(
 ) -> torch.Tensor:
     """Inverse frequencies theta_i, i = 0 .. head_dim/2 - 1, after optional scaling.
 
-    Default: theta_i = base**(-2i/head_dim), exactly
-    :func:`posenc_core.sinusoidal.sinusoidal_frequencies` (the same float64 values). With
-    ``scaling``, the function ``VARIANTS`` holds for its
-    ``rope_type`` (each docstring names its source):
-
-    * ``linear``: theta_i / factor (position interpolation, Chen et al. 2023).
-    * ``ntk``: base replaced by base * factor**(d/(d-2)) (NTK-aware scaling).
-    * ``dynamic``: base replaced by base * (factor*L/L0 - (factor-1))**(d/(d-2)) with
-      L = max(seq_len, L0), L0 = original_max_position_embeddings (Hugging Face's dynamic NTK).
-    * ``yarn``: per-frequency blend of theta_i and theta_i/factor with a linear ramp between
-      the dims that make beta_fast and beta_slow rotations over L0 (Peng et al. 2023, Eq. 18-20).
-    * ``llama3``: wavelengths shorter than L0/high_freq_factor kept, longer than
-      L0/low_freq_factor divided by factor, smoothly interpolated between (Llama 3.1).
-    * ``longrope``: theta_i / long_factor[i] when seq_len > L0, else theta_i / short_factor[i]
-      (LongRoPE, Phi-3).
-
-    For partial rotary pass the rotary width as ``head_dim``: Hugging Face computes the
-    frequencies over ``int(head_dim * partial_rotary_factor)`` dims, theta_i =
-    base**(-2i/rotary_dim).
+    Default: theta_i = base**(-2i/head_dim) (Su et al. 2021, Eq. 15), the same float64 values as
+    :func:`posenc_core.sinusoidal.sinusoidal_frequencies`. With ``scaling``, the function
+    ``VARIANTS`` holds for its ``rope_type`` (``linear``, ``ntk``, ``dynamic``, ``yarn``,
+    ``llama3``, ``longrope``, ``proportional``; each docstring names its paper). For partial
+    rotary pass the rotary width as ``head_dim``, as Hugging Face does. Tested in
+    ``tests/core/test_rope_reference.py`` against ``transformers.modeling_rope_utils``.
 
     Args:
-        head_dim: per-head width, positive and even, at most 2**20 (``MAX_WIDTH``).
+        head_dim: per-head width, positive and even, at most ``MAX_WIDTH``.
         base: rope_theta, finite and > 1.
         scaling: None, a :class:`RopeScaling` or a dict (see :func:`parse_scaling`).
-        seq_len: current sequence length, at most 2**53, used only by ``dynamic`` (default:
-            L0, no change) and ``longrope`` (default: the short factors).
+        seq_len: current sequence length, at most 2**53, used only by ``dynamic`` (default: L0,
+            no change) and ``longrope`` (default: the short factors).
 
     Returns:
         float64 tensor of shape ``(head_dim // 2,)``.

@@ -12,7 +12,7 @@ PIP := $(PY) -m pip --disable-pip-version-check
 LOCK := -c constraints.txt
 JB := $(VENV)/bin/jupyter-book
 
-.PHONY: book vendor chromium test unit lint bench bench-widgets bench-quick bench-chapters lab clean study lock
+.PHONY: book vendor chromium test unit lint bench bench-widgets bench-quick bench-chapters lab clean study lock fonts
 
 # Tests that need the built book (and, for the browser tests, Debian's chromium).
 # tests/core, tests/book and tests/tooling run before the build; tests/built checks the built book (and
@@ -99,6 +99,13 @@ lab: $(VENV)/.reader-ok
 # `make book` and `make test` on it before committing it.
 lock:
 	$(PYTHON) tools/lock.py $(LOCK_ARGS)
+
+# The book's CJK font (_static/cjk/, committed): a subset of the pinned Noto Sans SC tarball
+# (_vendor/vendor.lock.json) holding every CJK character of the book's sources, cut by
+# tools/cjk_font.py with fontTools. Run it after adding a Chinese term:
+# tests/tooling/test_cjk_subset.py fails until the subset holds it.
+fonts: $(VENV)/.test-ok vendor
+	$(PY) tools/cjk_font.py
 
 clean:
 	rm -rf $(VENV) _build _vendor/site .pytest_cache .hypothesis

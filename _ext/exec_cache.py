@@ -21,6 +21,13 @@ it. So the SHA-256 of each entry's files is recorded (``posenc-entries.json``) a
 page that wrote it has been read, and at the start of every build an entry whose files are
 missing, unrecorded or changed is dropped, with one line saying so, and its chapter is read and
 executed again. Tested in ``tests/tooling/test_exec_cache.py``.
+
+Upstream: jupyter-book/jupyter-book#1633 (open: a cached notebook is re-executed only when its
+code cells change; no way to tie it to the code it imports or to force it). The stored entries
+are read unchecked by jupyter-cache (executablebooks/jupyter-cache has no integrity check).
+Delete when MyST-NB or jupyter-cache can key a notebook on extra files and versions and
+verify what it reads, or when the chapters are executed on every build (``execute_notebooks:
+force``, about eight minutes here).
 """
 
 from __future__ import annotations

@@ -1,22 +1,29 @@
-"""Fixes to the pages Jupyter Book 1.x generates, so they load without console errors.
+"""Two workarounds for bugs of the Sphinx that Jupyter Book 1 requires (sphinx~=7.0).
 
-1. sphinx-thebe and sphinx-togglebutton add their inline configuration scripts twice per
-   page in this Jupyter Book/Sphinx combination; the second ``const THEBE_JS_URL = ...`` is a
-   SyntaxError ("Identifier 'THEBE_JS_URL' has already been declared"). Inline scripts with
-   identical bodies are kept once.
-2. pydata-sphinx-theme logs "Got invalid theme mode" when ``default_mode`` is empty, which is
-   as it is here; the page template gets "auto" (follow the reader's system setting).
-3. sphinx.ext.viewcode renders the source of the module that defines each documented object;
-   for a constant that is a ``pathlib.Path`` that is the standard library. Only modules of
-   posenc_core are followed (:func:`_viewcode_module`).
+1. Inline scripts added twice. sphinx-thebe and sphinx-togglebutton add their inline
+   configuration scripts with ``app.add_js_file(None, body=...)`` after the builder is set
+   up; Sphinx 7 compares the builder's copy (filename ``''``) with the registry's (``None``)
+   and writes both, so every page declares ``const THEBE_JS_URL`` twice, a SyntaxError in the
+   console. Upstream: sphinx-doc/sphinx#13402 (merged March 2025, after the 7.x series).
+   Scripts with identical bodies are kept once. Delete when the book builds with a Sphinx
+   that has the fix (Jupyter Book 1.0.4 pins sphinx~=7.0).
+2. viewcode following a constant's class. sphinx.ext.viewcode takes the module of a
+   documented object from its ``__module__``, which for a value such as the
+   ``pathlib.Path`` constant ``posenc_core.book.DATA`` is its class's, so the standard
+   library's source (with file:/// examples) would be published among the book's pages.
+   Upstream: sphinx-doc/sphinx#11279 (open: viewcode reads ``__module__`` of attributes that
+   are not definitions). Only modules of posenc_core are followed (:func:`_viewcode_module`).
+   Delete when that issue is fixed in the Sphinx the book uses, or when no documented
+   constant holds an instance of a class from outside posenc_core.
+
+The theme's light/dark default is configuration (``html_context: default_mode`` in
+_config.yml), not code.
 """
 
 from __future__ import annotations
 
 
 def _page_context(app, pagename, templatename, context, doctree):
-    if not context.get("default_mode"):
-        context["default_mode"] = "auto"
     scripts = context.get("script_files")
     if not scripts:
         return

@@ -11,6 +11,12 @@ not cell outputs, not formulas) at 200 words a minute, a rate for careful readin
 text, plus half a minute for each visible code cell (reading it and its output) and each
 figure. The result is rounded to the nearest minute (at least 1). The numbers come from the
 build, so they follow the text as it changes.
+
+Not a workaround but a feature no maintained extension provides: MyST-Parser's
+``{sub-ref}`wordcount-minutes``` (executablebooks/meta#96) gives only the current page's own
+count, while the introduction quotes reading paths made of sections of several chapters.
+Delete if the book stops quoting reading times for other pages and sections (each chapter's
+own time could then be MyST's ``wordcount-minutes``).
 """
 
 from __future__ import annotations

@@ -8,6 +8,13 @@ or more characters of each run of CJK ideographs (a run of n characters gives n(
 the book's runs are at most a dozen characters). The search page splits a query the same way
 (searchtools.js keeps a run of ideographs whole), so each piece a reader types is a word of
 the index. English words are split and stemmed exactly as before.
+
+Upstream: Sphinx indexes one language per project (``html_search_language``). Its Chinese
+search (sphinx/search/zh.py) needs jieba's dictionary to segment, and finds 位置编码 only if
+the dictionary yields it; it also indexes Latin text as ``[a-zA-Z0-9_]+`` runs with a short
+stop-word list, so English search would change (sphinx-doc/sphinx#5605 reported English words
+lost in that mode). Delete when Sphinx's English search indexes CJK runs, or when the book
+switches to ``html_search_language: zh`` and tests/built/test_reading.py's search checks pass.
 """
 
 from __future__ import annotations

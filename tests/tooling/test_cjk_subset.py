@@ -1,11 +1,12 @@
-"""_ext/cjk_font.py without a browser or a built book: which characters it collects, the
-subset it writes from the cached font tarball, and the build error for a character the font
-lacks. (tests/built/test_cjk_font.py checks the built book in a browser.)"""
+"""The committed CJK font subset (_static/cjk/, written by `make fonts`, tools/cjk_font.py):
+it holds every CJK character of the book's sources, it was cut from the pinned Noto Sans SC
+tarball, and its stylesheet serves it. (tests/built/test_cjk_font.py checks in a browser that
+the built pages draw every CJK character with it.)"""
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
+import io
 import json
 import os
 import pathlib
@@ -14,111 +15,130 @@ import re
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("cjk_font", ROOT / "_ext" / "cjk_font.py")
+_spec = importlib.util.spec_from_file_location("cjk_font", ROOT / "tools" / "cjk_font.py")
 cjk_font = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(cjk_font)
 
-WIDGET = "application/vnd.jupyter.widget-state+json"
-SNIPPET = f"""<html><head><title>T</title></head><body>
-<p>Rotary embedding (&#x65cb;转)</p>
-<img src="a.png" alt="编码">
-<!-- 注释 is a comment: never shown -->
-<script type="{WIDGET}">{{"state": {{"m": {{"state":
-{{"description": "\\u9891\\u7387", "_view_name": "x"}}}}}}}}</script>
-</body></html>"""
+OUT = cjk_font.OUT
+MANIFEST = json.loads((OUT / cjk_font.MANIFEST).read_text(encoding="utf-8"))
+RUN_MAKE_FONTS = "run `make fonts` and commit _static/cjk/"
 
 
-def test_collects_text_attributes_and_escaped_widget_state():
-    found = cjk_font.cjk_in_html(SNIPPET)
-    assert set(found) == set("旋转编码频率"), found
-    assert found["编"].startswith("<img alt=")
-    assert found["频"].startswith("widget state")
-    assert "注" not in found  # comments are not rendered
+def _font(name: str):
+    from fontTools.ttLib import TTFont
+
+    return TTFont(OUT / name)
 
 
-def test_cjk_blocks():
-    assert all(cjk_font.is_cjk(c) for c in "、一龥㐀！\U00020000")
-    assert not any(cjk_font.is_cjk(c) for c in "a·é—\u200b")
+def test_the_subset_holds_every_cjk_character_of_the_book():
+    used = cjk_font.book_characters(ROOT)
+    assert len(used) >= 50, "the book gives Chinese terms beside the English ones"
+    assert MANIFEST["fonts"] and {f["weight"] for f in MANIFEST["fonts"].values()} == {400, 700}
+    for name in MANIFEST["fonts"]:
+        cmap = _font(name).getBestCmap()
+        missing = [
+            f"U+{ord(c):04X} {c} in {where}" for c, where in used.items() if ord(c) not in cmap
+        ]
+        assert not missing, f"{name} lacks {len(missing)} character(s) ({RUN_MAKE_FONTS}):\n" + (
+            "\n".join(missing)
+        )
+        assert {chr(cp) for cp in cmap} == set(MANIFEST["characters"]), name
+    assert set(used) == set(MANIFEST["characters"]), (
+        f"the subset holds characters the book no longer uses ({RUN_MAKE_FONTS}): "
+        + "".join(sorted(set(MANIFEST["characters"]) - set(used)))
+    )
 
 
-def test_unicode_range_merges_consecutive_code_points():
+def test_the_collector_reads_pages_cells_outputs_and_the_package(tmp_path):
+    (tmp_path / "_toc.yml").write_text(
+        "format: jb-book\nroot: intro\nchapters:\n- file: ch\n- file: missing\n", encoding="utf-8"
+    )
+    (tmp_path / "intro.md").write_text("Rotary (旋转)", encoding="utf-8")
+    (tmp_path / "README.md").write_text("不在书中", encoding="utf-8")  # not a page of the book
+    cells = [
+        {"cell_type": "markdown", "source": ["位置"]},
+        {
+            "cell_type": "code",
+            "source": ["x = '编码'  # 注"],
+            "outputs": [
+                {"output_type": "stream", "text": ["\u9891"]},
+                {"output_type": "execute_result", "data": {"text/plain": "率"}},
+            ],
+        },
+    ]
+    (tmp_path / "ch.ipynb").write_text(json.dumps({"cells": cells}), encoding="utf-8")
+    (tmp_path / "references.bib").write_text("title = {学}", encoding="utf-8")
+    (tmp_path / "posenc_core").mkdir()
+    (tmp_path / "posenc_core" / "m.py").write_text("# 你", encoding="utf-8")
+    (tmp_path / "posenc_core" / "w.js").write_text("// 好", encoding="utf-8")
+    (tmp_path / "posenc_core" / "notes.txt").write_text("否", encoding="utf-8")
+    found = cjk_font.book_characters(tmp_path)
+    assert set(found) == set("旋转位置编码注频率学你好"), found
+    assert found["频"] == "ch.ipynb" and found["你"] == "posenc_core/m.py"
+
+
+def test_cjk_blocks_and_unicode_range():
+    assert all(cjk_font.CJK_RE.fullmatch(c) for c in "、一龥㐀！\U00020000")
+    assert not any(cjk_font.CJK_RE.fullmatch(c) for c in "a·é—\u200b﹣")
     assert cjk_font.unicode_range(list("一丁七万")) == "U+4e00-4e01, U+4e03, U+4e07"
 
 
+def test_the_stylesheet_serves_both_weights_for_exactly_these_characters():
+    css = (OUT / cjk_font.CSS).read_text(encoding="utf-8")
+    chars = list(MANIFEST["characters"])
+    for name, info in MANIFEST["fonts"].items():
+        face = re.search(r"@font-face \{[^}]*" + re.escape(name) + r"[^}]*\}", css)
+        assert face, name
+        assert f"font-weight: {info['weight']};" in face.group()
+        assert 'format("woff2")' in face.group() and "font-display: swap;" in face.group()
+        assert f"unicode-range: {cjk_font.unicode_range(chars)};" in face.group()
+    for var in ("base", "heading", "monospace"):
+        assert f'--pst-font-family-{var}: "{cjk_font.FAMILY}",' in css
+    assert "SIL OPEN FONT LICENSE" in (OUT / "LICENSE").read_text(encoding="utf-8")
+    assert sorted(p.name for p in OUT.iterdir()) == sorted(
+        [*MANIFEST["fonts"], cjk_font.CSS, cjk_font.MANIFEST, "LICENSE"]
+    )
+
+
 @pytest.fixture(scope="module")
-def font_cached():
-    vendor = cjk_font._vendor()
-    pkg = next(p for p in vendor.load_lock() if p["package"] == cjk_font.PACKAGE)
-    if not vendor.tarball_path(pkg).exists():
-        if os.environ.get("BOOK_BUILT"):
-            raise AssertionError(
-                f"{vendor.tarball_path(pkg)} is missing although the book was built"
-            )
-        pytest.skip("the font tarball is not cached (run `python _vendor/fetch.py`)")
+def font_package():
+    try:
+        return cjk_font.font_package()
+    except cjk_font.CJKFontError as err:
+        if os.environ.get("BOOK_BUILT") or os.environ.get("CI"):
+            raise
+        pytest.skip(f"the pinned font tarball is not cached: {err}")
 
 
-def book(tmp_path: pathlib.Path, name: str, pages: dict[str, str]) -> pathlib.Path:
-    root = tmp_path / name
-    for rel, body in pages.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(body, encoding="utf-8")
-    return root
+@pytest.fixture(scope="module")
+def slices(font_package):
+    return cjk_font.slices_by_weight(font_package[2])
 
 
-def test_subset_holds_exactly_the_pages_characters_and_is_deterministic(tmp_path, font_cached):
+def test_the_subset_was_cut_from_the_pinned_font(font_package, slices):
+    """Same package, version and tarball as _vendor/vendor.lock.json pins, and every glyph
+    (outline and advance) is the one of the tarball's slice that holds the character."""
     from fontTools.ttLib import TTFont
 
-    pages = {
-        "index.html": SNIPPET,
-        "chapters/a.html": "<p>位置、编码（RoPE）</p>",
-        "_static/x.html": "<p>忽略</p>",
-    }
-    first = cjk_font.build(book(tmp_path, "one", pages))
-    second = cjk_font.build(book(tmp_path, "two", pages))
-    assert second == first
-    want = set("旋转编码频率位置、（）")
-    assert set(first["characters"]) == want and first["count"] == len(want)
-    assert first["pages"] == ["chapters/a.html", "index.html"]
-    out1, out2 = (tmp_path / d / cjk_font.OUT for d in ("one", "two"))
-    names = sorted(p.name for p in out1.iterdir())
-    assert names == sorted(
-        [
-            "LICENSE",
-            "cjk.css",
-            "cjk-font.json",
-            "noto-sans-sc-subset-400.woff",
-            "noto-sans-sc-subset-700.woff",
-        ]
+    pkg, tarball_sha256, _ = font_package
+    assert (MANIFEST["package"], MANIFEST["version"], MANIFEST["integrity"]) == (
+        pkg["package"],
+        pkg["version"],
+        pkg["integrity"],
     )
-    for name in names:  # same pages, same bytes (no timestamp from the build time)
-        assert (
-            hashlib.sha256((out1 / name).read_bytes()).digest()
-            == hashlib.sha256((out2 / name).read_bytes()).digest()
-        ), name
-    css = (out1 / "cjk.css").read_text(encoding="utf-8")
-    for weight in (400, 700):
-        font = TTFont(out1 / f"noto-sans-sc-subset-{weight}.woff")
-        assert font.flavor == "woff"
-        assert {chr(c) for c in font.getBestCmap()} == want
-        assert f"font-weight: {weight};" in css
-    ranges = re.findall(r"unicode-range: ([^;]+);", css)
-    assert ranges == [cjk_font.unicode_range(sorted(want))] * 2
-    assert css.count("font-display: swap;") == 2
-    assert f'--pst-font-family-base: "{cjk_font.FAMILY}",' in css
-    assert f'--pst-font-family-monospace: "{cjk_font.FAMILY}",' in css
-    assert "SIL OPEN FONT LICENSE" in (out1 / "LICENSE").read_text(encoding="utf-8")
-    assert json.loads((out1 / "cjk-font.json").read_text(encoding="utf-8")) == first
+    assert MANIFEST["tarball_sha256"] == tarball_sha256
+    for name, info in MANIFEST["fonts"].items():
+        font, weight = _font(name), slices[info["weight"]]
+        sources: dict[str, TTFont] = {}
+        for cp in font.getBestCmap():
+            where = cjk_font.slice_for(cp, weight)
+            source = sources.setdefault(where, TTFont(io.BytesIO(weight[where][0])))
+            assert cjk_font.same_glyph(font, cp, source), f"{name}: U+{cp:04X} {chr(cp)}"
+        assert {pathlib.PurePosixPath(s).name for s in sources} == set(info["slices"])
 
 
-def test_a_character_the_font_lacks_fails_the_build(tmp_path, font_cached):
+def test_a_character_the_font_lacks_is_an_error(slices):
     # U+4E12 is a CJK unified ideograph outside the Google Fonts Noto Sans SC character set
-    root = book(
-        tmp_path, "book", {"index.html": "<p>编码</p>", "chapters/x.html": '<img alt="丒">'}
-    )
-    with pytest.raises(
-        cjk_font.CJKFontError, match=r"U\+4E12 丒 in chapters/x.html \(<img alt="
-    ) as err:
-        cjk_font.build(root)
-    assert issubclass(cjk_font.CJKFontError, cjk_font.SphinxError)
-    assert not (root / cjk_font.OUT).exists(), "nothing is written when the font lacks a character"
+    with pytest.raises(cjk_font.CJKFontError, match=r"U\+4E12 丒 in chapters/x.ipynb") as err:
+        cjk_font.check_coverage({"编": "intro.md", "丒": "chapters/x.ipynb"}, slices[400], 400)
     assert "empty boxes" in str(err.value)

@@ -12,8 +12,8 @@ them as empty boxes. ``make fonts`` runs this script, which
    tarball, verified against _vendor/vendor.lock.json by _vendor/fetch.py (`build_inputs`);
    a character no slice holds is an error (readers would see an empty box);
 3. subsets the slices that hold them (fontTools.subset) and merges them into one font per
-   weight (fontTools.merge), checking every glyph outline and advance against its slice; the
-   head timestamps are the source's, so the same characters give the same bytes;
+   weight (fontTools.merge); the head timestamps are the source's, so the same characters give
+   the same bytes;
 4. writes _static/cjk/ (committed): the two .woff2 files, cjk.css (@font-face with the exact
    unicode-range, font-display: swap, and the family put first in pydata-sphinx-theme's body,
    heading and monospace font stacks; Jupyter Book links every .css under _static from every
@@ -244,16 +244,10 @@ def subset_font(
     merged.save(out)
     data = out.getvalue()
 
-    check = TTFont(io.BytesIO(data))
-    if sorted(check.getBestCmap()) != sorted(ord(ch) for ch in chars):
-        raise CJKFontError(
-            f"the subset maps {len(check.getBestCmap())} characters, not {len(chars)}"
-        )
-    sources = {name: TTFont(io.BytesIO(slices[name][0])) for name in order}
-    for name in order:
-        for cp in wanted[name]:
-            if not same_glyph(check, cp, sources[name]):
-                raise CJKFontError(f"merging the slices changed the glyph of U+{cp:04X} {chr(cp)}")
+    cmap = TTFont(io.BytesIO(data)).getBestCmap()
+    if sorted(cmap) != sorted(ord(ch) for ch in chars):
+        raise CJKFontError(f"the subset maps {len(cmap)} characters, not {len(chars)}")
+    # each glyph is its slice's: tests/tooling/test_cjk_subset.py compares them with same_glyph
     return data, order
 
 

@@ -6,9 +6,10 @@ explorers), :mod:`~posenc_core.book.models` (the trained models),
 results), :mod:`~posenc_core.book.instruments` (chapter 8's bugs, chapter 9's probes, the
 Hugging Face cross-check), :mod:`~posenc_core.book.sources` (the verified MiniLM checkpoint),
 :mod:`~posenc_core.book.exercises` and :mod:`~posenc_core.book.notebook` (glue for the pages).
-The core never imports this package, and importing it loads no submodule; it only checks that
+The core never imports this package, and importing it loads no submodule; it checks that
 the ``book`` extra's packages are installed at the versions asked for, raising a
-``ModuleNotFoundError`` with the command that installs them (:func:`posenc_core._extras.ensure`).
+``ModuleNotFoundError`` with the command that installs them (:func:`posenc_core._extras.ensure`),
+and runs the core's one-time sin/cos warm-up (the Numerics page says why).
 The committed data (results, checkpoints, the held-out excerpt) is package data in :data:`DATA`,
 so chapters find it however the package was installed; a results file names each checkpoint by
 ``{"file": ..., "sha256": ...}``, read through :func:`data_entry`.
@@ -21,9 +22,12 @@ import pathlib
 import re
 from collections.abc import Mapping
 
-from posenc_core import _extras
+from posenc_core import _extras, _numerics
 
 _extras.ensure("book")
+# The chapters, the studies and the book's instruments call torch.sin/cos directly, not only
+# through core functions that warm up first: warm up here once (see numerics.md).
+_numerics.warm_up_trigonometry()
 
 __all__ = ["DATA", "data_entry"]
 

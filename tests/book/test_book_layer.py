@@ -3,6 +3,8 @@ and the one reader of its data entries."""
 
 import ast
 import pathlib
+import subprocess
+import sys
 
 import pytest
 
@@ -11,7 +13,11 @@ BOOK = ROOT / "posenc_core" / "book"
 MODULES = sorted(p for p in BOOK.rglob("*.py") if "__pycache__" not in p.parts)
 ROOMS = {"figures", "widgets", "models", "studies", "instruments", "sources"}
 MAX_LINES = 900
-PRIVATE_MODULES = {"_validation", "_extras"}  # the core's, imported as modules by the book
+PRIVATE_MODULES = {
+    "_validation",
+    "_extras",
+    "_numerics",
+}  # the core's, imported as modules by the book
 
 
 def tree(path):
@@ -160,3 +166,17 @@ def test_every_reader_of_the_checkpoint_index_refuses_a_bad_entry(monkeypatch, e
     monkeypatch.setattr(lm_study, "load_results", lambda path=None: doctored)
     with pytest.raises(ValueError, match=message):
         evaluations.is_stale(evaluations.load_results())
+
+
+def test_importing_the_book_layer_warms_up_trigonometry_for_chapters_and_studies():
+    # Chapters, studies and instruments call torch.sin/cos directly; the core warms up only
+    # before its own calls (tests/core/test_numerics.py), so the book layer does it on import.
+    code = (
+        "import posenc_core._numerics as n, posenc_core\n"
+        "before = n._trig_warm\n"
+        "import posenc_core.book\n"
+        "print(before, n._trig_warm)\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.split() == ["False", "True"]

@@ -29,6 +29,8 @@ from .._numerics import round_once, warm_up_trigonometry
 from .scaling import RopeScaling, _inv_freq, parse_scaling
 
 LAYOUTS = check.LAYOUTS  # ("half", "interleaved"): one vocabulary with the sinusoidal table
+"""The two pairings of a head's dims, "half" (dims i and i + d/2, Hugging Face's
+``rotate_half``) and "interleaved" (dims 2i and 2i + 1, Meta's Llama and RoFormer)."""
 
 
 def rope_formula(

@@ -439,7 +439,11 @@ VARIANTS: dict[str, Variant] = {
     ),
     "proportional": Variant(proportional_inv_freq, (), ("factor", "partial_rotary_factor")),
 }
+"""Every scaling type by name, each a :class:`Variant` (its inverse-frequency function, the keys
+it needs and reads, its attention factor); one entry per type, as Hugging Face's
+``ROPE_INIT_FUNCTIONS``. Tested in tests/core/test_rope_config.py against transformers."""
 ROPE_TYPES = tuple(VARIANTS)
+"""The names of :data:`VARIANTS`, in order: what ``rope_type`` may be."""
 
 # Keys a scaling dict may hold besides its type's own: the type and base, the rotated share
 # (read from the whole config by rope_config_from_hf), and keys that Hugging Face's config

@@ -144,7 +144,8 @@ def glue_calls(tree) -> int:
 
 def test_visible_cells_are_short_and_glue_nothing():
     """Chapters hold narrative and short cells (library code belongs in posenc_core); the glue
-    plumbing sits in the hidden cell after the one that computes."""
+    plumbing sits in the last hidden cell of the section (a figure's glue before the next
+    figure is built), one glue call per cell."""
     problems = []
     for where, source, hidden in code_cells():
         if hidden:

@@ -13,7 +13,6 @@ import posenc_core as pc
 from posenc_core import multi_axis
 from posenc_core.book import figures
 from posenc_core.book.figures import explorer_frames
-from posenc_core.book.notebook import glue
 
 
 def test_heatmap_shows_the_table_and_highlights_a_row():
@@ -49,37 +48,6 @@ def test_matrices_share_one_colour_scale():
     fig = figures.matrices_figure({"a": a, "b": b})
     lims = {im.get_clim() for ax in fig.axes[:2] for im in ax.images}
     assert lims == {(-1.0, 1.0)}
-
-
-def test_glue_falls_back_outside_a_book_build(monkeypatch, capsys):
-    import builtins
-
-    real_import = builtins.__import__
-
-    def no_myst(name, *args, **kwargs):
-        if name.startswith("myst_nb"):
-            raise ImportError(name)
-        return real_import(name, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "__import__", no_myst)
-    glue("x", 1.5)  # no myst_nb: silently skipped
-    glue("y", 2.5, display=True)  # shown instead
-    assert "2.5" in capsys.readouterr().out
-
-
-def test_glue_stores_numpy_scalars_as_python_numbers(monkeypatch):
-    # myst_nb glues a value's repr; np.float64(0.5) would reach the text as
-    # "np.float64(0.5)", which {glue:text}`name:.3f` cannot format
-    import myst_nb
-
-    stored = {}
-    monkeypatch.setattr(
-        myst_nb, "glue", lambda name, value, display=False: stored.update({name: value})
-    )
-    glue("f", np.float64(0.5))
-    glue("i", np.int64(3))
-    assert type(stored["f"]) is float and stored["f"] == 0.5
-    assert type(stored["i"]) is int and stored["i"] == 3
 
 
 def _line_data(fig):

@@ -66,3 +66,32 @@ def test_a_mapping_without_myst_nb_is_skipped_or_shown(monkeypatch, capsys):
 def test_bad_calls_are_refused(args, message):
     with pytest.raises(TypeError, match=message):
         glue(*args)
+
+
+def test_glue_falls_back_outside_a_book_build(monkeypatch, capsys):
+    real_import = builtins.__import__
+
+    def no_myst(name, *args, **kwargs):
+        if name.startswith("myst_nb"):
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_myst)
+    glue("x", 1.5)  # no myst_nb: silently skipped
+    glue("y", 2.5, display=True)  # shown instead
+    assert "2.5" in capsys.readouterr().out
+
+
+def test_glue_stores_numpy_scalars_as_python_numbers(monkeypatch):
+    # myst_nb glues a value's repr; np.float64(0.5) would reach the text as
+    # "np.float64(0.5)", which {glue:text}`name:.3f` cannot format
+    import myst_nb
+
+    stored = {}
+    monkeypatch.setattr(
+        myst_nb, "glue", lambda name, value, display=False: stored.update({name: value})
+    )
+    glue("f", np.float64(0.5))
+    glue("i", np.int64(3))
+    assert type(stored["f"]) is float and stored["f"] == 0.5
+    assert type(stored["i"]) is int and stored["i"] == 3

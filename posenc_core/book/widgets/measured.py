@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from posenc_core import _validation as check
+from posenc_core.book.chapter_helpers import in_range
 from posenc_core.book.widgets.explorer import Data, Explorer, Param
 
 __all__ = ["position_loss_explorer", "resolve_curve"]
@@ -201,7 +202,7 @@ def position_loss_explorer(
             "mean": mean,
             "low": low,
             "high": high,
-            "in_range": a[:, L // 2 : L].mean(1),
+            "in_range": in_range(a, L, per_seed=True),
             "beyond": a[:, L:].mean(1),
         }
 
@@ -228,7 +229,7 @@ def position_loss_explorer(
                     "mean": mean,
                     "low": low,
                     "high": high,
-                    "in_range_mean": float(raw[:, L // 2 : L].mean()),
+                    "in_range_mean": float(in_range(raw, L)),
                     "beyond_mean": float(raw[:, L:].mean()),
                 }
             )

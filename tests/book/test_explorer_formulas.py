@@ -41,13 +41,9 @@ from __future__ import annotations
 import itertools
 import json
 import math
-import os
 import pathlib
-import shutil
-import subprocess
 from collections.abc import Callable
 
-import pytest
 import torch
 
 from posenc_core import analysis, multi_axis, rotation, sinusoidal
@@ -208,20 +204,9 @@ def grid_cases() -> list[dict]:
     return cases
 
 
-def test_explorer_js_formulas_agree_with_posenc_core(tmp_path):
-    node = shutil.which("node")
-    if node is None:
-        pytest.skip("node is not on PATH: explorer.js's formulas are checked with node --test")
+def test_explorer_js_formulas_agree_with_posenc_core(tmp_path, node_test):
     fixture = tmp_path / "explorer_formulas.json"
     cases = sinusoidal_cases() + rope_cases() + grid_cases()
     fixture.write_text(json.dumps({"cases": cases}))
-    env = {**os.environ, "EXPLORER_FORMULAS": str(fixture)}  # EXPLORER_JS, if set, passes on
-    run = subprocess.run(
-        [node, "--test", str(SCRIPT)],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-2000:]
+    # EXPLORER_JS, if set, passes on (to check a changed copy of explorer.js)
+    node_test(SCRIPT, {"EXPLORER_FORMULAS": str(fixture)}, "explorer.js's formulas")

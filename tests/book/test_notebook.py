@@ -22,6 +22,19 @@ def stored(monkeypatch):
     return calls
 
 
+@pytest.fixture
+def no_myst_nb(monkeypatch):
+    """A stock Jupyter: importing myst_nb fails."""
+    real_import = builtins.__import__
+
+    def no_myst(name, *args, **kwargs):
+        if name.startswith("myst_nb"):
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_myst)
+
+
 def test_a_mapping_is_glued_one_value_at_a_time(stored):
     glue({"a": 1.5, "b": np.float64(0.25), "c": "text"})
     assert stored == [("a", 1.5, False), ("b", 0.25, False), ("c", "text", False)]
@@ -38,15 +51,7 @@ def test_a_mapping_glues_what_one_call_per_value_glues(stored):
     assert stored == one_by_one
 
 
-def test_a_mapping_without_myst_nb_is_skipped_or_shown(monkeypatch, capsys):
-    real_import = builtins.__import__
-
-    def no_myst(name, *args, **kwargs):
-        if name.startswith("myst_nb"):
-            raise ImportError(name)
-        return real_import(name, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "__import__", no_myst)
+def test_a_mapping_without_myst_nb_is_skipped_or_shown(no_myst_nb, capsys):
     glue({"x": 1.5, "y": 2.5})
     assert capsys.readouterr().out == ""
     glue({"x": 1.5, "y": 2.5}, display=True)
@@ -68,15 +73,7 @@ def test_bad_calls_are_refused(args, message):
         glue(*args)
 
 
-def test_glue_falls_back_outside_a_book_build(monkeypatch, capsys):
-    real_import = builtins.__import__
-
-    def no_myst(name, *args, **kwargs):
-        if name.startswith("myst_nb"):
-            raise ImportError(name)
-        return real_import(name, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "__import__", no_myst)
+def test_glue_falls_back_outside_a_book_build(no_myst_nb, capsys):
     glue("x", 1.5)  # no myst_nb: silently skipped
     glue("y", 2.5, display=True)  # shown instead
     assert "2.5" in capsys.readouterr().out

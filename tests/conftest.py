@@ -1,3 +1,6 @@
+import subprocess
+import sys
+
 import pytest
 import torch
 from hypothesis import settings
@@ -25,3 +28,18 @@ def pytest_collection_modifyitems(config, items):
         for folder, marker in LAYERS.items():
             if folder in parts[parts.index("tests") + 1 : parts.index("tests") + 2]:
                 item.add_marker(getattr(pytest.mark, marker))
+
+
+def pytest_configure(config):
+    """With pytest-xdist (`-n`), build apply_rope's native kernel once in the controlling
+    process, before the workers start: two workers' first calls would otherwise race for the
+    build lock in the shared cache (~/.cache/posenc_core), and the one that waits longer than
+    LOCK_WAIT_S would run on the eager path (posenc_core/rope/native.py), skipping the kernel's
+    tests. A failure here is left to the tests to report."""
+    if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
+        subprocess.run(
+            [sys.executable, "-c", "from posenc_core.rope import native; native.kernel.library()"],
+            capture_output=True,
+            timeout=300,
+            check=False,
+        )

@@ -18,6 +18,7 @@ chapters and the package run unchanged.
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
 import pathlib
@@ -25,6 +26,7 @@ import re
 import shutil
 import subprocess
 import sys
+import sysconfig
 
 import pytest
 
@@ -91,6 +93,68 @@ sys.modules["myst_nb"] = types.SimpleNamespace(glue=glue)
 """
 
 
+def dependency_closure() -> list[importlib.metadata.Distribution]:
+    """The distributions of this environment that PACKAGES need (their requirements, followed
+    without extras), less the hosted widget stack and what it alone pulls in: what pip would
+    install for PACKAGES from the lock, which this environment was installed from."""
+    from packaging.requirements import Requirement
+
+    found: dict[str, importlib.metadata.Distribution] = {}
+    todo = list(PACKAGES)
+    while todo:
+        name = _name(todo.pop())
+        if name in found or name in HOSTED:
+            continue
+        dist = importlib.metadata.distribution(name)
+        found[name] = dist
+        for line in dist.requires or []:
+            req = Requirement(line)
+            if req.marker is None or req.marker.evaluate({"extra": ""}):
+                todo.append(req.name)
+    return [found[n] for n in sorted(found)]
+
+
+def seed(venv: pathlib.Path, python: pathlib.Path) -> int:
+    """Put the dependency closure's installed files into the fresh environment ``venv`` as
+    hard links (copies across filesystems), each distribution whole: its files in
+    site-packages, RECORD and the rest of its .dist-info included, so pip finds it installed at
+    the locked version and does not unpack the same wheel again (torch alone is 700 MB). Files
+    pip put outside site-packages go to the same place under ``venv``; console scripts are
+    copied with their first line naming ``python``, as pip writes them. Python only ever
+    replaces files (never writes into one), so the two environments cannot change each other.
+    Returns the number of distributions seeded."""
+    here = sysconfig.get_paths()["purelib"]
+    paths = "import sysconfig; p = sysconfig.get_paths(); print(p['purelib']); print(p['scripts'])"
+    there, bin_dir = run(python, "-c", paths).stdout.split()
+    top, made = os.path.realpath(venv), set()
+    closure = dependency_closure()
+    for dist in closure:
+        for rel in dist.files or []:
+            source = os.path.join(here, rel)
+            if not os.path.isfile(source):
+                continue  # a RECORD entry already gone (a .pyc pip listed but did not write)
+            target = os.path.normpath(os.path.join(there, rel))
+            folder = os.path.dirname(target)
+            if folder not in made:
+                if os.path.commonpath([top, os.path.realpath(folder)]) != top:
+                    raise AssertionError(f"{dist.metadata['Name']} puts {rel} outside the venv")
+                os.makedirs(folder, exist_ok=True)
+                made.add(folder)
+            if folder == bin_dir:
+                with open(source, "rb") as f:
+                    text = f.read()
+                if text.startswith(b"#!") and b"python" in text.split(b"\n", 1)[0]:
+                    with open(target, "wb") as f:
+                        f.write(f"#!{python}".encode() + text[text.index(b"\n") :])
+                    shutil.copymode(source, target)
+                    continue
+            try:
+                os.link(source, target)
+            except OSError:  # another filesystem
+                shutil.copy2(source, target)
+    return len(closure)
+
+
 def run(*cmd, **kw) -> subprocess.CompletedProcess:
     done = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, **kw)
     assert done.returncode == 0, f"{cmd} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
@@ -114,10 +178,11 @@ def installed(tmp_path_factory):
 
     run(sys.executable, "-m", "venv", base / "venv")
     python = base / "venv" / "bin" / "python"
+    seed(base / "venv", python)
     constraints = base / "constraints.txt"
     constraints.write_text(hosted_constraints())
-    # --no-compile: pip would byte-compile every module of torch and the rest up front (minutes
-    # on a loaded two-core machine); the kernels compile what they import, as anywhere
+    # --no-compile: pip would byte-compile every module of the widget stack and the rest up
+    # front; the kernels compile what they import, as anywhere
     vpip = (python, "-m", "pip", "--disable-pip-version-check", "-q")
     widgets = f"ipywidgets=={HOSTED['ipywidgets']}"
     run(*vpip, "install", "--no-compile", "-c", constraints, *PACKAGES, widgets)

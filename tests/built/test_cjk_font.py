@@ -152,15 +152,16 @@ def server():
 
 
 @pytest.fixture(scope="module")
-def browser(fontconfig):
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(
-            executable_path=CHROMIUM,
-            env=fontconfig["env"],
-            args=LAUNCH_ARGS,
-        )
-        yield b
-        b.close()
+def browser(playwright, fontconfig):
+    """A chromium of its own, launched with the CJK-free font configuration (from the run's one
+    Playwright driver, conftest.py)."""
+    b = playwright.chromium.launch(
+        executable_path=CHROMIUM,
+        env=fontconfig["env"],
+        args=LAUNCH_ARGS,
+    )
+    yield b
+    b.close()
 
 
 # Wrap every run of CJK characters outside math, scripts and form controls in

@@ -4,10 +4,11 @@ A reader on Colab opens one notebook; its first cell installs posenc_core from t
 (a wheel, not a checkout), into an environment that ships its own widgets (ipywidgets 7). This
 module does the same on this machine: it builds a wheel from a copy of the package's sources,
 installs it non-editable into a fresh virtual environment with ipywidgets 7.8.5 (every other
-version from the lock, constraints.txt), copies the chapters into a folder outside the
-checkout and runs each one top to bottom there. Each chapter must run, and every value it
-glues must equal the one the build glued (so this is also the determinism check: a second
-execution, in another install, gives the same numbers).
+version from the lock, constraints.txt; what PACKAGES need is hard-linked in from this
+environment, which installed the same versions, so pip does not unpack torch again: `seed`),
+copies the chapters into a folder outside the checkout and runs each one top to bottom there.
+Each chapter must run, and every value it glues must equal the one the build glued (so this is
+also the determinism check: a second execution, in another install, gives the same numbers).
 
 A hosted notebook has no MyST-NB, so the chapters' ``glue`` shows nothing there. To compare the
 values, the kernel's IPython profile (a scratch ``IPYTHONDIR``) holds a startup file that

@@ -60,19 +60,23 @@ chromium:
 	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
-# vendor: the font tests subset the cached font tarball.
+# Both pytest phases run in two processes (pytest-xdist); --dist loadfile keeps a file's tests,
+# and so its module fixtures, in one process. vendor: the font test compares the committed
+# subset with the cached font tarball.
+XDIST := -n 2 --dist loadfile
 unit: $(VENV)/.test-ok vendor
-	$(PY) -m pytest $(BEFORE_BUILD) --durations=12
+	$(PY) -m pytest $(BEFORE_BUILD) $(XDIST) --durations=15
 
 # Formatting and lint (ruff, configured in pyproject.toml; chapters/ruff.toml for the chapters).
 lint: $(VENV)/.test-ok
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/ruff check .
 
+# --no-loadscope-reorder: the installed-wheel run (collected first, the longest) starts at once.
 test: $(VENV)/.test-ok chromium vendor lint
-	$(PY) -m pytest $(BEFORE_BUILD) --durations=12
+	$(PY) -m pytest $(BEFORE_BUILD) $(XDIST) --durations=15
 	$(MAKE) --no-print-directory book
-	BOOK_BUILT=1 $(PY) -m pytest $(POSTBUILD) -s --durations=12
+	BOOK_BUILT=1 $(PY) -m pytest $(POSTBUILD) $(XDIST) --no-loadscope-reorder --durations=15
 
 bench: $(VENV)/.test-ok
 	$(PY) benchmarks/rope_benchmark.py

@@ -8,8 +8,9 @@ For every package in _vendor/vendor.lock.json:
   3. write exactly the lock's `files` to _vendor/site/<dest>/ (leading `package/` removed),
      rewriting only files whose bytes differ and deleting anything else under _vendor/site/;
   4. check that each of the lock's optional `build_inputs` (glob patterns of paths inside the
-     tarball) matches at least one file. Those files are not served: the build reads them from
-     the verified tarball with `build_inputs()` (`make fonts`, tools/cjk_font.py, cuts the committed CJK subset in _static/cjk/ from the font slices).
+     tarball) matches at least one file. Those files are not served: `make fonts`
+     (tools/cjk_font.py) reads the font slices from the verified tarball with `build_inputs()`
+     and cuts the committed CJK subset in _static/cjk/.
 
 `make book` runs this first; _config.yml names _vendor/site in html_extra_path, so Sphinx copies it
 into _build/html/ (never under _static/: Jupyter Book would add every .js/.css there to every page).

@@ -28,8 +28,8 @@ def rope(
 ) -> torch.Tensor:
     """Rotate ``x`` at ``positions`` with cos/sin tables computed in float64.
 
-    The chapters' reference RoPE: :func:`posenc_core.rope_cos_sin` in float64, then
-    :func:`posenc_core.apply_rope`. Tested against a hand-written rotation of pairs.
+    The chapters' reference RoPE: :func:`posenc_core.rope.rope_cos_sin` in float64, then
+    :func:`posenc_core.rope.apply_rope`. Tested against a hand-written rotation of pairs.
 
     Args:
         x: ``(..., s, d)`` with d even.

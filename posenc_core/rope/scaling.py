@@ -439,7 +439,7 @@ VARIANTS: dict[str, Variant] = {
     ),
     "proportional": Variant(proportional_inv_freq, (), ("factor", "partial_rotary_factor")),
 }
-"""Every scaling type by name, each a :class:`Variant` (its inverse-frequency function, the keys
+"""Every scaling type by name, each a ``Variant`` (its inverse-frequency function, the keys
 it needs and reads, its attention factor); one entry per type, as Hugging Face's
 ``ROPE_INIT_FUNCTIONS``. Tested in tests/core/test_rope_config.py against transformers."""
 ROPE_TYPES = tuple(VARIANTS)

@@ -43,7 +43,7 @@ def text():
 
 
 def gap(a, b):
-    return float((a - b).abs().max())
+    return float((a - b).detach().abs().max())
 
 
 @torch.no_grad()

@@ -1,27 +1,28 @@
 """A chapter's second and third pages numbered as its parts: 6b, 7b, 7c, 8b.
 
-In _toc.yml a chapter's further pages are ``sections`` of its first page (one numbered
-sequence of chapters, each with its parts). Sphinx numbers a sub-page after the parent page's
-last section: chapter 6 has sections 6.1 to 6.8, so its second page became "6.9 RoPE in real
-models" with sections 6.9.1, ...; its figures went on counting chapter 6's (Fig. 7.5 was the
-first figure of page 7b). A reader of the sidebar saw a section where there is a page.
+In _toc.yml a chapter's further pages are ``sections`` of its first page. Sphinx numbers a
+sub-page after the parent page's last section: chapter 6 has sections 6.1 to 6.8, so its
+second page became "6.9 RoPE in real models" with sections 6.9.1, ...; its figures went on
+with chapter 6's count (Fig. 7.5 was the first figure of page 7b). A reader of the sidebar
+saw a section where there is a page.
 
-This extension relabels, after Sphinx has numbered the toctree, the k-th sub-page of chapter
-N (6.9 here; 6.8.1 where a toctree sits inside the chapter's last section) as ``Nb``, ``Nc``, ... (k = 1 is "b": the chapter's first page is its part "a", unlabelled):
-its title, its sections (6b.1, 6b.1.1), and its figures, tables and equations (Fig. 7b.1), in
-every place Sphinx shows a number (page title, sidebar, previous/next links, headings,
-{ref}/{numref}). A number is a tuple joined with "." wherever Sphinx prints it, so the label
-is a string as its first element. The page files are named the same way (06b, 07b, 07c, 08b;
-tests/built/test_navigation.py checks every page's h1 and sidebar entry).
+After Sphinx has numbered the toctree, this extension relabels the k-th sub-page of chapter N
+(numbered N.9 here; N.8.1 where a toctree sits inside the chapter's last section) as ``Nb``,
+``Nc``, ... (k = 1 is "b": the chapter's first page is its part "a", unlabelled): its title,
+its sections (6b.1, 6b.1.1), its figures, tables and equations (Fig. 7b.1), wherever Sphinx
+shows a number (page title, sidebar, previous/next links, headings, {ref}/{numref}). Sphinx
+joins a number's tuple with "." to print it, so the label is a string as its first element.
+The page files are named the same way (06b, 07b, 07c, 08b); tests/built/test_navigation.py
+checks every page's h1 and sidebar entry.
 
 Upstream: Jupyter Book 1 documents that "nested files define sections underneath the last
-section of their parent" (jupyter-book/jupyter-book#1016, open); Sphinx numbers a toctree with
-integers only (sphinx-doc/sphinx#6614, custom numbering, open). sphinx-external-toc 1.1.0 (pinned)
-gives a toctree a numbering ``style`` (its PR #112), but a style rewrites the first number of
-each entry (the chapter's 6, not the 9), so no configuration gives "6b". The sub-pages are re-written (not re-read) on every build, since
-Sphinx's own numbering differs from the stored one. Delete when Sphinx (or the book's builder)
-can number a sub-document as its parent's part, or when the book gives each part a chapter
-number of its own.
+section of their parent" (jupyter-book/jupyter-book#1016, open); Sphinx numbers a toctree
+with integers only (sphinx-doc/sphinx#6614, custom numbering, open). sphinx-external-toc
+1.1.0 (pinned) gives a toctree a numbering ``style`` (its PR #112), but a style rewrites the
+first number of each entry (the chapter's 6, not the 9): no configuration gives "6b". The
+sub-pages are written again (not read again) on every build, since Sphinx's own numbering
+differs from the stored one. Delete when Sphinx or sphinx-external-toc can number a
+sub-document as its parent's part, or when the book gives each part a chapter number.
 """
 
 from __future__ import annotations

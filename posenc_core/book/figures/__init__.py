@@ -14,7 +14,16 @@ package (``from posenc_core.book import figures``; ``figures.unit_circle_figure(
 the chapters do. The numerical core never imports it.
 """
 
-from posenc_core.book.figures import curves, geometry, matrices, overview, several_axes, style
+from posenc_core.book.figures import (
+    base_bound,
+    curves,
+    geometry,
+    matrices,
+    overview,
+    several_axes,
+    style,
+)
+from posenc_core.book.figures.base_bound import *  # noqa: F403
 from posenc_core.book.figures.curves import *  # noqa: F403
 from posenc_core.book.figures.geometry import *  # noqa: F403
 from posenc_core.book.figures.matrices import *  # noqa: F403
@@ -25,6 +34,6 @@ from posenc_core.book.figures.style import *  # noqa: F403
 # Each module's own __all__ says what it offers; the package offers all of them.
 __all__ = [
     name
-    for module in (style, matrices, curves, geometry, several_axes, overview)
+    for module in (style, matrices, curves, geometry, several_axes, overview, base_bound)
     for name in module.__all__
 ]

@@ -212,3 +212,146 @@ def test_hugging_face_checks_of_chapter_8b():
     assert min(g("ch8b-mrope-dropped-min"), g("ch8b-mrope-stale-min")) > 100 * 1e-5
     assert g("ch8b-mrope-default-min") == g("ch8b-mrope-dropped-min")
     assert g("ch8b-mrope-delta") == -18 and g("ch8b-mrope-n") == 34
+
+
+# Errata of issue #39: each test fails if the sentence it guards came back.
+
+STEM_5 = "05_learned_vs_fixed"
+
+
+def _encoder_band(setting, task, scheme, field, lo, hi) -> float:
+    """Chapter 5's study file: mean over seeds of the accuracy on positions [lo, hi) of the test
+    sequences of length 4L, with full attention (``acc``) or behind the window (``window_acc``)."""
+    saved = json.loads((DATA / "learned_vs_fixed.json").read_text(encoding="utf-8"))
+    n = str(saved["config"]["eval_factor"] * saved["config"]["train_len"])
+    rows = [r[field][n][lo:hi] for r in saved["runs"].values()
+            if (r["setting"], r["task"], r["scheme"]) == (setting, task, scheme)]  # fmt: skip
+    return _mean([_mean(row) for row in rows])
+
+
+def test_window_relays_the_first_token_as_chapter_5_says():
+    """Chapter 5: behind a window of L, two layers relay token 0 up to 2L - 2 away, so on
+    [L, 2L) of *first* the RoPE and sinusoidal encoders and the sinusoidal decoder stay well
+    above chance 1/V; on [2L, 4L), out of reach, every scheme is at chance. (The chapter once
+    said every scheme falls to chance beyond L.)"""
+    config = json.loads((DATA / "learned_vs_fixed.json").read_text(encoding="utf-8"))["config"]
+    L, chance = config["train_len"], 1 / config["vocab"]
+    assert glued(STEM_5, "ch5-chance") == pytest.approx(chance, rel=1e-12)
+    assert config["n_layers"] == 2 and glued(STEM_5, "ch5-relay-reach") == 2 * L - 2
+    for setting, scheme in (("encoder", "rope"), ("encoder", "sinusoidal"),
+                            ("decoder", "sinusoidal")):  # fmt: skip
+        near = _encoder_band(setting, "first", scheme, "window_acc", L, 2 * L)
+        assert near > 3 * chance, (setting, scheme)
+        assert glued(STEM_5, f"ch5-winv-{setting}-first-{scheme}-1") == pytest.approx(near)
+    far = [_encoder_band(se, "first", s, "window_acc", 2 * L, 4 * L)
+           for se in config["settings"] for s in config["schemes"]]  # fmt: skip
+    assert max(far) < 1.25 * chance
+    assert glued(STEM_5, "ch5-win-far-first-max") == pytest.approx(max(far))
+    assert glued(STEM_5, "ch5-win-far-first-min") == pytest.approx(min(far))
+
+
+@pytest.mark.parametrize(
+    ("setting", "scheme"),
+    [("encoder", "sinusoidal"), ("decoder", "sinusoidal"), ("decoder", "learned")],
+)
+def test_window_lifts_the_absolute_schemes_a_little_on_lookback(setting, scheme):
+    """Chapter 5: on [2L, 4L) of *lookback* the window gives the absolute schemes something
+    (the chapter once said nothing), and far less than RoPE's near-perfect score."""
+    L = 32
+    plain = _encoder_band(setting, "lookback", scheme, "acc", 2 * L, 4 * L)
+    banded = _encoder_band(setting, "lookback", scheme, "window_acc", 2 * L, 4 * L)
+    assert plain + 0.03 < banded < 0.5
+    assert _encoder_band(setting, "lookback", "rope", "window_acc", 2 * L, 4 * L) > 0.9
+    shown = glued(STEM_5, f"ch5-win-{setting}-lookback-{scheme}-2")
+    assert shown == f"{plain:.2f}\u00a0→\u00a0{banded:.2f}"
+
+
+def _lm_curves(scheme: str) -> list[list[float]]:
+    return [r["loss"] for r in sorted(_runs("lm_study.json").values(), key=lambda r: r["seed"])
+            if r["scheme"] == scheme]  # fmt: skip
+
+
+def test_alibi_per_position_and_whole_sequence_as_chapter_5_says():
+    """Chapter 5: per position, ALiBi's loss on [4L, 8L) is above its [L/2, L) band on every
+    seed; as Press et al. measure it (the mean over a whole window) the 8L window is below the
+    first L positions on every seed. The two measures disagree, and the chapter says which is
+    which."""
+    curves, L = _lm_curves("alibi"), 64
+    assert len(curves) == 3
+    for loss in curves:
+        assert _mean(loss[4 * L : 8 * L]) > _mean(loss[L // 2 : L])
+        assert _mean(loss[: 8 * L]) < _mean(loss[:L])
+    whole, first = _mean([_mean(c[: 8 * L]) for c in curves]), _mean([_mean(c[:L]) for c in curves])
+    assert glued(STEM_5, "ch5-lm-alibi-whole-8L") == pytest.approx(whole, rel=1e-9)
+    assert glued(STEM_5, "ch5-lm-alibi-whole-L") == pytest.approx(first, rel=1e-9)
+
+
+def test_first_rise_is_the_start_of_a_window_as_chapter_5_says():
+    """Chapter 5: the first rise of 20% is the first p >= L/2 whose window [p, p + L/8) averages
+    20% above [L/2, L); for the learned table that window starts inside L and reaches past it,
+    which is why the table can date a rise before L."""
+    L, w = 64, 8
+    assert glued(STEM_5, "ch5-rise-window") == w
+    starts = []
+    for loss in _lm_curves("learned"):
+        level = 1.2 * _mean(loss[L // 2 : L])
+        starts.append(next(p for p in range(L // 2, len(loss) - w + 1)
+                           if _mean(loss[p : p + w]) > level))  # fmt: skip
+    assert all(p < L <= p + w - 1 for p in starts)
+    assert glued(STEM_5, "ch5-lm-rise-learned") == ", ".join(map(str, starts))
+
+
+def test_first_token_gets_less_than_uniform_as_chapter_8b_says():
+    """Chapter 8b: uniform attention over keys 0..i gives token 0 a share 1/(i + 1), 0.021 on
+    average over queries in [L/2, L); the trained models give it at most about a third of that
+    (the chapter once called it "about" uniform)."""
+    uniform = _mean([1 / (i + 1) for i in range(32, 64)])
+    assert glued(STEM_8B, "ch8b-uniform-first") == pytest.approx(uniform, rel=1e-9)
+    most, least = glued(STEM_8B, "ch8b-first-attn"), glued(STEM_8B, "ch8b-first-attn-min")
+    assert least <= most < 0.4 * uniform
+    assert glued(STEM_8B, "ch8b-first-share") == pytest.approx(most / uniform, rel=1e-9)
+
+
+def test_keys_never_rerotated_climb_after_the_window_fills():
+    """Chapter 8b, figure 8.6: keys never re-rotated cost 2.1-2.3 on [64, 72) and 3.0-3.6 on
+    [80, 96) (per seed), not 2.9-3.7 right after 64; the caption's glue and the alt text's
+    numbers both come from evaluations.json."""
+    rows = _bugs()["sinks-not-rerotated"]["broken"]
+    first, then = _band(rows, 64, 72), _band(rows, 80, 96)
+    assert max(first) < min(then)
+    for name, values in (("first", first), ("then", then)):
+        assert glued(STEM_8B, f"ch8b-norerot-{name}-lo") == pytest.approx(min(values))
+        assert glued(STEM_8B, f"ch8b-norerot-{name}-hi") == pytest.approx(max(values))
+    source = json.loads((ROOT / "chapters" / f"{STEM_8B}.ipynb").read_text(encoding="utf-8"))
+    alt = next(line for cell in source["cells"] for line in cell["source"]
+               if line.startswith(":alt:") and "never re-rotated" in line)  # fmt: skip
+    later = [_mean(r[p : p + 8]) for r in rows for p in range(96, 512, 8)]
+    for low, high in ((first, first), (then, then), (later, later)):
+        assert f"between {min(low):.1f} and {max(high):.1f}" in alt.replace("about ", "")
+
+
+@pytest.mark.parametrize("grid", [(1, 1, 6), (1, 2, 3)])
+def test_mrope_delta_of_one_image_as_chapter_8b_says(grid):
+    """Chapter 8b: text after an image resumes at its largest id plus one, so an image of
+    t x h x w patches adds max(t, h, w) - t h w to rope_deltas: 0 for a 1 x 1 x 6 strip (the
+    chapter once said negative for any image larger than one patch), -3 for 1 x 2 x 3."""
+    t, h, w = grid
+    name = "ch8b-mrope-delta-strip" if grid == (1, 1, 6) else "ch8b-mrope-delta-grid"
+    assert glued(STEM_8B, name) == max(t, h, w) - t * h * w
+
+
+def test_wrong_base_numbers_name_their_samples_as_chapter_8b_says():
+    """Chapter 8b: the box's 500,000-read-at-10,000 numbers come from the bug table's windows of
+    8L, the section's from the probe over every whole window of L; they differ, and each is
+    what its file holds."""
+    saved, L = json.loads((DATA / "evaluations.json").read_text(encoding="utf-8")), 64
+    excerpt = (DATA / "pygments_heldout.bin").stat().st_size
+    assert glued(STEM_8B, "ch8b-probe-windows") == (excerpt - 1) // L
+    assert glued(STEM_8B, "ch8b-bug-windows") == saved["settings"]["bug_windows"] == 128
+    table = _mean(_band(saved["bugs"]["theta-default"]["correct"], L // 2, L))
+    probe = saved["base_probe"]
+    i500 = probe["bases"].index(500000.0)
+    probed = _mean([row[i500] for row in probe["rope-b500000"]])
+    assert glued(STEM_8B, "ch8b-theta-default-in-ok") == pytest.approx(table, rel=1e-9)
+    assert glued(STEM_8B, "ch8b-probe-500k-500k") == pytest.approx(probed, rel=1e-9)
+    assert abs(table - probed) > 0.1

@@ -85,11 +85,43 @@
     });
   }
 
+  /* 4. Wide inline formulas (see span.math.posenc-wide-math in posenc.css). A formula is
+     measured whenever its span changes size: once MathJax has typeset it, when a collapsed
+     block around it opens, when the window narrows; and once more when MathJax's fonts are
+     in. All widths are read first, then the classes set, so the page is laid out once. */
+  function markWideMath() {
+    var spans = Array.prototype.slice.call(document.querySelectorAll("span.math"));
+    var wide = spans.map(function (span) {
+      var math = span.querySelector("mjx-math");
+      return !!math && math.getBoundingClientRect().width > span.clientWidth + 1;
+    });
+    spans.forEach(function (span, i) { span.classList.toggle("posenc-wide-math", wide[i]); });
+  }
+
+  function wideMath() {
+    var spans = document.querySelectorAll("span.math");
+    if (!spans.length || typeof ResizeObserver === "undefined") return;
+    var frame = null;
+    var observer = new ResizeObserver(function () {
+      if (frame === null) {
+        frame = requestAnimationFrame(function () { frame = null; markWideMath(); });
+      }
+    });
+    spans.forEach(function (span) { observer.observe(span); });
+    window.addEventListener("load", function () {
+      var mj = window.MathJax;
+      if (mj && mj.startup && mj.startup.promise) {
+        mj.startup.promise.then(function () { return document.fonts.ready; }).then(markWideMath);
+      }
+    });
+  }
+
   function setup() {
     forwardToggle(".primary-toggle");
     forwardToggle(".secondary-toggle");
     proseSnippets();
     enlargeOnTap();
+    wideMath();
   }
   proseSnippets(); // before Sphinx's own DOMContentLoaded handler runs a query from the URL
   if (document.readyState === "loading") {

@@ -16,18 +16,22 @@
     for (const item of MathJax.startup.document.math) tex.set(item.typesetRoot, item.math);
   }
 
-  // Why (if at all) part of a display formula can be neither seen nor scrolled to.
-  function clipped(m) {
+  // Why (if at all) part of a formula can be neither seen nor scrolled to. A display formula's
+  // mjx-container is its own box (it scrolls, posenc.css); an inline one's box is the theme's
+  // span.math around it, which posenc.js lets scroll where the formula is wider than it: for an
+  // inline formula only the typeset math (mjx-math; its glyph boxes stick out of it by a few
+  // pixels) must be visible or reachable by scrolling a box around it.
+  function clipped(m, inline) {
     const why = [];
     const cs = style(m), box = m.getBoundingClientRect();
     const content = (m.querySelector('mjx-math') || m).getBoundingClientRect();
-    if (m.scrollWidth > m.clientWidth + 1 && !scrolls(cs.overflowX))
+    if (!inline && m.scrollWidth > m.clientWidth + 1 && !scrolls(cs.overflowX))
       why.push(`content ${m.scrollWidth} px wide in a ${m.clientWidth} px box that does not scroll (overflow-x: ${cs.overflowX})`);
-    if (m.scrollHeight > m.clientHeight + 1 && clips(cs.overflowY))
+    if (!inline && m.scrollHeight > m.clientHeight + 1 && clips(cs.overflowY))
       why.push(`content ${m.scrollHeight} px tall cut to ${m.clientHeight} px (overflow-y: ${cs.overflowY})`);
     // The span that must stay visible: the box if it scrolls, else the content itself.
-    let left = scrolls(cs.overflowX) ? box.left : Math.min(box.left, content.left);
-    let right = scrolls(cs.overflowX) ? box.right : Math.max(box.right, content.right);
+    let left = inline ? content.left : scrolls(cs.overflowX) ? box.left : Math.min(box.left, content.left);
+    let right = inline ? content.right : scrolls(cs.overflowX) ? box.right : Math.max(box.right, content.right);
     for (let a = m.parentElement; a && a !== document.body; a = a.parentElement) {
       const as = style(a);
       if (scrolls(as.overflowX)) {  // the rest is reachable by scrolling a; a itself must show
@@ -41,7 +45,7 @@
         }
       }
     }
-    if (right > column + 1) why.push(`ends at ${px(right)} px, past the article column's right edge at ${px(column)} px`);
+    if (article.contains(m) && right > column + 1) why.push(`ends at ${px(right)} px, past the article column's right edge at ${px(column)} px`);
     if (right > viewport + 1 || left < -1) why.push(`spans x = ${px(left)}..${px(right)} px, outside the ${viewport} px viewport`);
     return why;
   }
@@ -49,10 +53,22 @@
   const formulas = [];
   for (const m of document.querySelectorAll('mjx-container[display="true"]')) {
     if (!rendered(m)) continue;
-    const why = clipped(m);
+    const why = clipped(m, false);
     const text = tex.get(m) || (m.querySelector('mjx-assistive-mml') || m).textContent;
     formulas.push({text: oneLine(text), why, scrolls: m.scrollWidth > m.clientWidth + 1,
                    sw: m.scrollWidth, cw: m.clientWidth});
+  }
+  // Inline formulas (in the text, a table cell, a proof, a widget's label): `scrolls` when the
+  // typeset math is wider than the span.math around it, which then has to scroll.
+  const inlineFormulas = [];
+  for (const m of document.querySelectorAll('mjx-container:not([display="true"])')) {
+    if (!rendered(m)) continue;
+    const why = clipped(m, true);
+    const text = tex.get(m) || (m.querySelector('mjx-assistive-mml') || m).textContent;
+    const box = m.closest('span.math') || m;
+    const width = px((m.querySelector('mjx-math') || m).getBoundingClientRect().width);
+    inlineFormulas.push({text: oneLine(text), why, scrolls: width > box.clientWidth + 1,
+                         sw: width, cw: box.clientWidth});
   }
 
   // Code sources and outputs (MyST-NB cells, plain literal blocks).
@@ -99,5 +115,5 @@
   const inline = [...article.querySelectorAll('p code, li code, td code')]
     .filter(c => rendered(c) && c.getBoundingClientRect().right > column + 1)
     .map(c => `${oneLine(c.textContent)} ends at ${px(c.getBoundingClientRect().right)} px (column ${px(column)})`);
-  return {formulas, blocks, page: {sw, iw, culprits}, fit, inline};
+  return {formulas, inlineFormulas, blocks, page: {sw, iw, culprits}, fit, inline};
 }

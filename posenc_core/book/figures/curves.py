@@ -17,6 +17,7 @@ from matplotlib.ticker import FuncFormatter
 from posenc_core import _validation as check
 from posenc_core.book.figures.style import (
     COLUMN_WIDTH,
+    KEEP_COLUMNS,
     OKABE_ITO,
     SEQUENTIAL,
     TRAINING_TINT,
@@ -264,6 +265,7 @@ def offset_profiles_figure(
     bar.set_yticks(range(rows), [])
     bar.set(xlabel=strength_label)
     bar.grid(alpha=0.3, axis="x")
+    setattr(fig, KEEP_COLUMNS, True)  # the bars name no rows: they stay beside the table
     return fig
 
 

@@ -7,6 +7,7 @@ Book layer: imports the core, torch, numpy and matplotlib.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 
 import matplotlib.pyplot as plt
@@ -24,9 +25,14 @@ __all__ = [
     "PIXEL_RATIO",
     "MIN_TEXT_PT",
     "TEXT_SIZE_KEY",
+    "PHONE_WIDTH",
+    "PHONE_CHUNK",
+    "KEEP_COLUMNS",
     "smallest_text_pt",
     "drawn_text_pt",
     "figure_for_display",
+    "phone_rendition",
+    "png_size",
     "show_figures_sharp",
     "as_numpy",
     "new_figure",
@@ -72,6 +78,21 @@ TEXT_SIZE_KEY = "posenc:smallest-text-pt"
 """Key of the PNG text chunk that holds a shown figure's smallest text size, in points."""
 
 
+# The phone rendition. At a 390 px viewport the text column is 342 CSS px (measured in the
+# built book: the viewport less 48 px of padding, up to 767 px); a figure drawn PHONE_WIDTH
+# inches wide at DISPLAY_DPI fits it unshrunk, and still shows 7 pt text at 9 px or more on a
+# 360 px phone (312 / 330 x 9.7 px).
+PHONE_WIDTH = 3.3
+"""Width in inches of a figure's phone rendition (:func:`phone_rendition`)."""
+
+
+PHONE_CHUNK = b"poPh"
+"""Type of the private, ancillary PNG chunk that carries the phone rendition (a whole PNG)
+inside the desktop one: viewers and browsers skip it (lower-case first letter: ancillary;
+second: private), and the book's build (_ext/figure_renditions.py) splits it into a file of
+its own."""
+
+
 def smallest_text_pt(fig: Figure) -> float:
     """The size in points of the smallest visible, non-empty text of ``fig`` (titles, labels,
     tick labels, legends, annotations); ``inf`` when it has none."""
@@ -95,16 +116,51 @@ def drawn_text_pt(fig: Figure) -> float:
 
 def figure_for_display(fig: Figure) -> tuple[bytes, dict]:
     """``fig`` as the notebooks show it: a PNG at ``DISPLAY_DPI * PIXEL_RATIO`` (tight bounding
-    box) with its smallest text size in the text chunk
-    ``TEXT_SIZE_KEY``, and the size to
-    show it at (``{"width": w, "height": h}`` in CSS px, the PNG's size over PIXEL_RATIO).
+    box) with its smallest text size in the text chunk ``TEXT_SIZE_KEY``, and the size to show
+    it at (``{"width": w, "height": h}`` in CSS px, the PNG's size over PIXEL_RATIO).
+
+    A figure wider than ``PHONE_WIDTH`` also carries :func:`phone_rendition` in a
+    ``PHONE_CHUNK`` chunk, which Jupyter and Colab ignore and the book's build serves to phones.
 
     Registered as IPython's ``image/png`` formatter for figures by every figure function of
     this module, so that Jupyter, Colab and the book (MyST-NB reads the width and height)
     show figures at their drawn size and twice the resolution.
     """
-    import io
+    png = _png(fig)
+    width, height = png_size(png)
+    if width / PIXEL_RATIO > PHONE_WIDTH * DISPLAY_DPI:
+        png = _with_chunk(png, PHONE_CHUNK, phone_rendition(fig))
+    return png, {"width": width // PIXEL_RATIO, "height": height // PIXEL_RATIO}
+
+
+def phone_rendition(fig: Figure) -> bytes:
+    """``fig`` redrawn for a phone's text column, as a PNG like :func:`figure_for_display`'s.
+
+    The same figure at the same point sizes, at most ``PHONE_WIDTH`` inches wide (tight
+    bounding box): a grid of panels side by side is laid out as one column (a column that
+    holds only a colour bar stays beside its plot), legends get fewer columns until they fit,
+    and long titles and labels wrap. ``fig`` is restored afterwards.
+    """
+    if not isinstance(fig, Figure):
+        raise TypeError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
+    with _phone_layout(fig):
+        return _png(fig)
+
+
+def png_size(png: bytes) -> tuple[int, int]:
+    """Width and height in pixels of the PNG ``png`` (from its IHDR chunk)."""
     import struct
+
+    if png[:8] != _PNG_SIGNATURE:
+        raise ValueError(f"png must start with the PNG signature, got {png[:8]!r}")
+    return struct.unpack(">II", png[16:24])  # IHDR, right after the 8-byte signature
+
+
+_PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def _png(fig: Figure) -> bytes:
+    import io
 
     smallest = smallest_text_pt(fig)
     buf = io.BytesIO()
@@ -116,9 +172,118 @@ def figure_for_display(fig: Figure) -> tuple[bytes, dict]:
         facecolor="white",
         metadata={TEXT_SIZE_KEY: f"{smallest:g}"},
     )
-    png = buf.getvalue()
-    width, height = struct.unpack(">II", png[16:24])  # IHDR, right after the 8-byte signature
-    return png, {"width": width // PIXEL_RATIO, "height": height // PIXEL_RATIO}
+    return buf.getvalue()
+
+
+def _with_chunk(png: bytes, kind: bytes, data: bytes) -> bytes:
+    """``png`` with a chunk of type ``kind`` holding ``data`` inserted before its IEND."""
+    import struct
+    import zlib
+
+    chunk = struct.pack(">I", len(data)) + kind + data
+    chunk += struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+    iend = png.rindex(b"IEND") - 4  # the IEND chunk: length (0), type, CRC
+    return png[:iend] + chunk + png[iend:]
+
+
+@contextlib.contextmanager
+def _phone_layout(fig: Figure):
+    """Lay ``fig`` out for PHONE_WIDTH inside the block; restore its layout on leaving."""
+    size = fig.get_size_inches().copy()
+    specs = [(ax, ax.get_subplotspec()) for ax in fig.axes if ax.get_subplotspec() is not None]
+    in_layout = [(ax, ax.get_in_layout()) for ax, _ in specs]
+    legends = list(fig.legends)
+    texts = [t for ax in fig.axes for t in (ax.title, ax._left_title, ax._right_title)]
+    texts += [t for t in (fig._suptitle, fig._supxlabel, fig._supylabel) if t is not None]
+    wraps = [(t, t.get_wrap()) for t in texts]
+    ylabels = [(ax, ax.get_ylabel(), ax.yaxis.get_tick_params()["labelleft"]) for ax, _ in specs]
+    try:
+        rows = _one_column(fig, specs)
+        fig.set_size_inches(PHONE_WIDTH, size[1] * rows)
+        for t, _ in wraps:
+            t.set_wrap(True)
+        _fit_legends(fig)
+        room = PHONE_WIDTH - 2 * plt.rcParams["savefig.pad_inches"]  # the tight box's margin
+        for _ in range(4):  # text that sticks out (a long tick label): narrow the figure
+            fig.draw_without_rendering()
+            excess = fig.get_tightbbox().width - room
+            if excess <= 0:
+                break
+            width, height = fig.get_size_inches()
+            if width - excess < 0.5 * PHONE_WIDTH:
+                break  # something does not shrink with the figure; the test will say what
+            fig.set_size_inches(width - excess - 0.02, height)
+        yield
+    finally:
+        for ax, spec in specs:
+            ax.set_subplotspec(spec)
+        for ax, flag in in_layout:
+            ax.set_in_layout(flag)
+        fig.legends[:] = legends
+        for t, wrap in wraps:
+            t.set_wrap(wrap)
+        for ax, label, ticks in ylabels:
+            ax.set_ylabel(label)
+            ax.tick_params(axis="y", labelleft=ticks)
+        fig.set_size_inches(size)
+
+
+KEEP_COLUMNS = "_posenc_phone_keep_columns"
+"""Attribute that a figure function sets (True) on a figure whose panels share their rows (a
+table and its bars) and so stay side by side in the phone rendition."""
+
+
+def _legends(fig: Figure) -> list:
+    return [*fig.legends, *(ax.get_legend() for ax in fig.axes if ax.get_legend() is not None)]
+
+
+def _fit_legends(fig: Figure) -> None:
+    """Fewer columns for each legend of :func:`legend_below`, one at a time, until it is
+    narrower than the figure. matplotlib packs a legend's columns when it is made, so a
+    narrower one is made again from its handles (``fig.legends`` is restored afterwards)."""
+    for i, leg in enumerate(fig.legends):
+        remake = getattr(leg, "_posenc_remake", None)
+        while remake and leg._ncols > 1:
+            fig.draw_without_rendering()
+            if leg.get_window_extent().width <= 0.98 * fig.bbox.width:
+                break
+            handles, labels = remake
+            narrower = legend_below(fig, handles, labels, ncol=leg._ncols - 1)
+            fig.legends.remove(narrower)
+            fig.legends[i] = leg = narrower
+
+
+def _one_column(fig: Figure, specs: list) -> float:
+    """Put the panels of a grid side by side one under the other, in reading order; returns
+    how many times taller the figure must be. A grid with a column that holds only colour
+    bars is left alone (the bar belongs beside its plot); so are figures of several grids."""
+    from matplotlib.gridspec import GridSpec
+
+    grids = {spec.get_gridspec() for _, spec in specs}
+    if len(grids) != 1 or getattr(fig, KEEP_COLUMNS, False):
+        return 1.0
+    grid = grids.pop()
+    nrows, ncols = grid.get_geometry()
+    panels = [(ax, s) for ax, s in specs if ax.get_visible() and not hasattr(ax, "_colorbar")]
+    used = {c for _, s in panels for c in s.colspan}
+    if ncols < 2 or used != set(range(ncols)):
+        return 1.0
+    ratios = grid.get_height_ratios() or [1] * nrows
+    panels.sort(key=lambda p: (p[1].rowspan.start, p[1].colspan.start))
+    column = GridSpec(len(panels), 1, figure=fig,
+                      height_ratios=[ratios[s.rowspan.start] for _, s in panels])  # fmt: skip
+    row_label = {s.rowspan.start: ax.get_ylabel() for ax, s in panels if ax.get_ylabel()}
+    for i, (ax, spec) in enumerate(panels):
+        ax.set_subplotspec(column[i])
+        if spec.colspan.start > 0 and ax.get_shared_y_axes().get_siblings(ax) != [ax]:
+            # a shared y axis labelled in the first column only: each panel is first now
+            ax.tick_params(axis="y", labelleft=True)
+            ax.set_ylabel(ax.get_ylabel() or row_label.get(spec.rowspan.start, ""))
+    for ax, _ in specs:
+        if not ax.get_visible():
+            ax.set_in_layout(False)
+    used_rows = {r for _, s in panels for r in s.rowspan}
+    return sum(ratios[s.rowspan.start] for _, s in panels) / sum(ratios[r] for r in used_rows)
 
 
 def show_figures_sharp() -> None:
@@ -187,8 +352,10 @@ def legend_below(fig: Figure, handles=None, labels=None, *, ax=None, ncol: int |
     if not handles:
         return None
     ncol = ncol or min(len(handles), 3)
-    return fig.legend(handles, labels, loc="outside lower center", ncol=ncol, fontsize=8,
-                      frameon=False)  # fmt: skip
+    legend = fig.legend(handles, labels, loc="outside lower center", ncol=ncol, fontsize=8,
+                        frameon=False)  # fmt: skip
+    legend._posenc_remake = (handles, labels)  # for a narrower one in the phone rendition
+    return legend
 
 
 def length_ticks(ax, train_len: int, n_positions: int) -> None:

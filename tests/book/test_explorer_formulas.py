@@ -24,6 +24,12 @@ rope_score_vs_distance     analysis.rope_score_vs_distance (q = k = ones)
 rope_decay_bound           analysis.rope_decay_bound
 axial_score_grid           multi_axis.axial_score_grid
 raster_score_grid          multi_axis.raster_score_grid
+alibi_slopes               alibi.alibi_slopes (float64)
+alibi_bias                 alibi.alibi_bias (float64, causal and not; -inf as "-inf")
+sinusoidal_encoding        sinusoidal.sinusoidal_encoding (float64, real positions)
+shift_matrix               rotation.shift_matrix (float64), the whole d x d matrix
+rope_cos_sin               rope.rope_cos_sin (float64, both layouts), as (cos, sin)
+apply_rope                 rope.apply_rope on one vector (float64, both layouts)
 =========================  ========================================================
 
 rope_frequencies is compared for no scaling and each type explorer.js draws (linear, ntk,
@@ -46,7 +52,7 @@ from collections.abc import Callable
 
 import torch
 
-from posenc_core import analysis, multi_axis, rotation, sinusoidal
+from posenc_core import alibi, analysis, multi_axis, rope, rotation, sinusoidal
 from posenc_core.book.widgets import closed_form
 from posenc_core.rope import scaling as rope_scaling
 from posenc_core.rope.scaling import L0
@@ -204,9 +210,71 @@ def grid_cases() -> list[dict]:
     return cases
 
 
+def minus_inf_as_text(value):
+    """Nested lists with -inf written "-inf" (JSON has no infinity)."""
+    if isinstance(value, list):
+        return [minus_inf_as_text(v) for v in value]
+    return "-inf" if value == -math.inf else value
+
+
+def alibi_cases() -> list[dict]:
+    """ALiBi's slopes for every head count to 70 and a few beyond (powers of two and not), and
+    the bias of every head, causal and symmetric, queries the last q_len of k_len keys."""
+    cases = []
+    for n in [*range(1, 71), 96, 127, 128, 129, 255, 1000, 1024]:
+        cases.append(case("alibi_slopes", [n], alibi.alibi_slopes, n, dtype=F64))
+    for n, (q_len, k_len), causal in itertools.product(
+        (1, 3, 8, 12, 37), ((1, 1), (1, 9), (3, 7), (6, 6), (48, 48)), (True, False)
+    ):
+        entry = case("alibi_bias", [n, q_len, k_len, causal], alibi.alibi_bias, n, q_len, k_len,
+                     causal=causal, dtype=F64)  # fmt: skip
+        cases.append({**entry, "want": minus_inf_as_text(entry["want"])})
+    return cases
+
+
+POSITIONS = (0, 1, 2, 5, 37, 1000, 4096, 99999, 123456.5, -7, 0.25)
+
+
+def cos_sin(positions: list, d: int, base: float, layout: str) -> torch.Tensor:
+    """RoPE's float64 tables for ``positions``, stacked: (2, P, d) = (cos, sin)."""
+    pos = torch.tensor(positions, dtype=F64)
+    return torch.stack(rope.rope_cos_sin(pos, d, base=base, layout=layout, dtype=F64))
+
+
+def rotated(x: torch.Tensor, p: float, d: int, base: float, layout: str) -> torch.Tensor:
+    """One vector rotated to position p by rope.apply_rope (float64)."""
+    c, s = cos_sin([p], d, base, layout)
+    return rope.apply_rope(x[None], c, s, layout=layout)[0]
+
+
+def rotation_cases() -> list[dict]:
+    """PE(p) at real positions, the whole M_k, RoPE's tables in both layouts and single vectors
+    rotated with them: the formulas of the explorers of chapters 4 and 6."""
+    cases = []
+    gen = torch.Generator().manual_seed(39)
+    for d, base in itertools.product(WIDTHS, BASES):
+        for pos in (list(POSITIONS), [3, 64, 63, 0]):
+            pe, encoding = torch.tensor(pos, dtype=F64), sinusoidal.sinusoidal_encoding
+            args = [pos, d, base]
+            cases.append(case("sinusoidal_encoding", args, encoding, pe, d, base=base, dtype=F64))
+            for layout in rope.LAYOUTS:
+                cases.append(case("rope_cos_sin", [pos, d, base, layout], cos_sin, pos, d, base,
+                                  layout))  # fmt: skip
+        if d <= 64:  # the explorers' widths (16 and 8); 130 x 130 matrices only add bytes
+            for k in (0, 1, 5, -3, 0.5, -20, 4096, 100000):
+                cases.append(case("shift_matrix", [k, d, base], rotation.shift_matrix, k, d,
+                                  base=base, dtype=F64))  # fmt: skip
+        for layout, p in itertools.product(rope.LAYOUTS, (0, 3, 64, 100000.5)):
+            x = torch.randn(d, generator=gen, dtype=F64)
+            tables = cos_sin([p], d, base, layout)[:, 0].tolist()
+            cases.append(case("apply_rope", [x.tolist(), *tables, layout], rotated, x, p, d, base,
+                              layout))  # fmt: skip
+    return cases
+
+
 def test_explorer_js_formulas_agree_with_posenc_core(tmp_path, node_test):
     fixture = tmp_path / "explorer_formulas.json"
-    cases = sinusoidal_cases() + rope_cases() + grid_cases()
+    cases = sinusoidal_cases() + rope_cases() + grid_cases() + alibi_cases() + rotation_cases()
     fixture.write_text(json.dumps({"cases": cases}))
     # EXPLORER_JS, if set, passes on (to check a changed copy of explorer.js)
     node_test(SCRIPT, {"EXPLORER_FORMULAS": str(fixture)}, "explorer.js's formulas")

@@ -116,12 +116,37 @@ def expected_rope_scaling(v):
     base, scaling, seq_len = setups[method]
     original = pc.rope_frequencies(128, base=base)
     scaled = pc.rope_frequencies(128, base=base, scaling=scaling, seq_len=seq_len)
+    train_len = 8192 if method == "llama3" else 4096
+    before, after = (2 * math.pi / original).numpy(), (2 * math.pi / scaled).numpy()
     return {
-        "wavelength": (2 * math.pi / original).numpy(),
+        "wavelength": before,
         "inv_freq_original": original.numpy(),
         "inv_freq": scaled.numpy(),
         "ratio": (scaled / original).numpy(),
+        "wavelength_scaled": after,
+        # a pair that turned at least once within the training length and no longer does
+        "crosses": np.array([b <= train_len < a for b, a in zip(before, after)]),
+        "train_len": train_len,
     }
+
+
+def alibi_slopes_by_hand(n):
+    """Press et al.'s rule written out in exact exponents: for c the largest power of two <= n,
+    2**(-8h/c) for h = 1..c, then 2**(-8(2k-1)/(2c)) for k = 1..n-c (every other of 2c)."""
+    c = 1 << (n.bit_length() - 1)
+    exps = [-8 * h / c for h in range(1, c + 1)]
+    exps += [-8 * (2 * k - 1) / (2 * c) for k in range(1, n - c + 1)]
+    return np.array([2.0**e for e in exps])
+
+
+def expected_alibi(v):
+    slopes = alibi_slopes_by_hand(v["heads"])
+    m, n = slopes[v["head"] - 1], v["length"]
+    i, j = np.arange(n)[:, None], np.arange(n)[None, :]
+    causal = v["variant"] == "causal"
+    allowed = (j <= i) if causal else np.ones((n, n), dtype=bool)
+    bias = -m * (i - j) if causal else -m * np.abs(i - j)
+    return {"slopes": slopes, "slope": m, "bias": np.where(allowed, bias, 0.0), "allowed": allowed}
 
 
 def expected_patch_scores(v):
@@ -150,18 +175,122 @@ def expected_patch_scores(v):
     return {"axial": axial, "raster": raster, "below": at(r + 1, c), "right": at(r, c + 1)}
 
 
+def sinusoid_rows(positions, d, base):
+    """PE(p) from the definition: sin(p w_i), cos(p w_i) on dims 2i, 2i+1, w_i = base**(-2i/d)."""
+    w = base ** (-np.arange(0, d, 2) / d)
+    angle = np.asarray(positions, dtype=float)[:, None] * w
+    return np.stack([np.sin(angle), np.cos(angle)], -1).reshape(len(angle), d)
+
+
+def shift_matrices():
+    """The three A of the shift explorer, as its docstring builds them: seeded Gaussian W_Q,
+    W_K (16 x 4) / sqrt(16), A = W_Q W_K^T / sqrt(4); its commuting part keeps each diagonal
+    2 x 2 block [[a, b], [-b, a]], a = (A00 + A11)/2, b = (A01 - A10)/2."""
+    w_q, w_k = torch.randn(
+        2, 16, 4, generator=torch.Generator().manual_seed(0), dtype=torch.float64
+    )
+    a = (w_q @ w_k.T).numpy() / 16 / 2
+    comm = np.zeros_like(a)
+    for i in range(0, 16, 2):
+        x, y = (a[i, i] + a[i + 1, i + 1]) / 2, (a[i, i + 1] - a[i + 1, i]) / 2
+        comm[i : i + 2, i : i + 2] = [[x, y], [-y, x]]
+    return {"identity": np.eye(16), "commuting": comm, "random": a}
+
+
+def expected_shift(v):
+    """PE(p + k) computed directly stands for M_k PE(p) (the theorem the explorer shows)."""
+    p, k = v["position"], v["offset"]
+    table, shifted = sinusoid_rows(range(64), 16, 1e4), sinusoid_rows(np.arange(64) + k, 16, 1e4)
+    scores = np.einsum("pi,ij,pj->p", table, shift_matrices()[v["projection"]], shifted)
+    return {
+        "encoding": table[p],
+        "shifted": shifted[p],
+        "rotated": shifted[p],
+        "positions": np.arange(64),
+        "scores": scores,
+        "score": scores[p],
+    }
+
+
+def rope_by_hand(x, m, layout, base=100.0):
+    """x turned to position m pair by pair with 2 x 2 rotations: pairs (2i, 2i+1) interleaved,
+    (i, i + d/2) half; layout None leaves x as it is."""
+    if layout is None:
+        return x.copy()
+    d = len(x)
+    out = x.copy()
+    for i in range(d // 2):
+        a, b = (2 * i, 2 * i + 1) if layout == "interleaved" else (i, i + d // 2)
+        t = m * base ** (-2 * i / d)
+        out[a] = x[a] * math.cos(t) - x[b] * math.sin(t)
+        out[b] = x[b] * math.cos(t) + x[a] * math.sin(t)
+    return out
+
+
+ROPE_PAIR_LAYOUTS = {
+    "correct": ("interleaved", "interleaved"),
+    "layouts-mixed": ("half", "half"),
+    "key-unrotated": ("interleaved", None),
+}
+
+
+def expected_rope_pair(v):
+    q, k = torch.randn(2, 8, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    q, k = q.numpy(), k.numpy()
+    m, n = v["m"], v["n"]
+
+    def along(rotation):
+        lq, lk = ROPE_PAIR_LAYOUTS[rotation]
+        return np.array([
+            rope_by_hand(q, m + t, lq) @ rope_by_hand(k, n + t, lk) for t in range(64)
+        ])  # fmt: skip
+
+    lq, lk = ROPE_PAIR_LAYOUTS[v["rotation"]]
+    q_rot, k_rot = rope_by_hand(q, m, lq), rope_by_hand(k, n, lk)
+    return {
+        "q_rot": q_rot,
+        "k_rot": k_rot,
+        "score": q_rot @ k_rot,
+        "shifts": np.arange(64),
+        "scores": along(v["rotation"]),
+        "scores_correct": along("correct"),
+    }
+
+
 EXPLORERS = {
     "sinusoidal": (widgets.sinusoidal_explorer, expected_sinusoidal),
     "base": (widgets.base_explorer, expected_base),
     "unit-circle": (widgets.unit_circle_explorer, expected_unit_circle),
     "rope-decay": (widgets.rope_decay_explorer, expected_rope_decay),
     "rope-scaling": (widgets.rope_scaling_explorer, expected_rope_scaling),
+    "rope-spectrum": (
+        lambda: widgets.rope_scaling_explorer(view="spectrum"),
+        expected_rope_scaling,
+    ),
     "patch-scores": (widgets.patch_score_explorer, expected_patch_scores),
+    "alibi": (widgets.alibi_explorer, expected_alibi),
+    "rope-pair": (widgets.rope_pair_explorer, expected_rope_pair),
+    "shift": (widgets.shift_explorer, expected_shift),
 }
 NAMES = list(EXPLORERS)
+KIND = {"rope-spectrum": "rope-scaling"}  # an explorer named otherwise than its drawing
 # Values for each explorer: off the round numbers a slider would stop at
 # (base 31000, position 37, d_model 130, factor 5.5, distance 1234), and the ends of each range.
 VALUES = {
+    "rope-pair": [
+        {"m": 5, "n": 2, "rotation": "correct"},
+        {"m": 63, "n": 0, "rotation": "layouts-mixed"},
+        {"m": 0, "n": 63, "rotation": "key-unrotated"},
+        {"m": 37, "n": 37, "rotation": "correct"},
+        {"m": 11, "n": 29, "rotation": "layouts-mixed"},
+    ],
+    "shift": [
+        {"position": 10, "offset": 5, "projection": "random"},
+        {"position": 63, "offset": -32, "projection": "identity"},
+        {"position": 0, "offset": 32, "projection": "commuting"},
+        {"position": 37, "offset": 0, "projection": "random"},
+        {"position": 21, "offset": -7, "projection": "commuting"},
+    ],
     "sinusoidal": [
         {"d_model": 128, "position": 40},
         {"d_model": 130, "position": 37},
@@ -194,6 +323,23 @@ VALUES = {
             (3.3, "llama3"),
             (12.7, "yarn"),
         ]
+    ],
+    "rope-spectrum": [
+        {"factor": f, "method": m}
+        for f, m in [
+            (8.0, "linear"),
+            (2.5, "ntk"),
+            (32.0, "yarn"),
+            (1.0, "llama3"),
+            (5.5, "dynamic"),
+        ]
+    ],
+    "alibi": [
+        {"heads": 8, "head": 1, "length": 16, "variant": "causal"},
+        {"heads": 12, "head": 9, "length": 33, "variant": "symmetric"},
+        {"heads": 1, "head": 1, "length": 2, "variant": "causal"},
+        {"heads": 64, "head": 64, "length": 48, "variant": "symmetric"},
+        {"heads": 37, "head": 35, "length": 7, "variant": "causal"},
     ],
     "patch-scores": [
         {"row": 4, "col": 4},
@@ -239,6 +385,35 @@ def test_compute_matches_the_definitions_at_any_value(built, name):
         assert e.values == values and e.last_error is None
         assert_data(name, e.data, values)
     e.set(**e.defaults)
+
+
+def test_rope_pair_score_is_relative_unless_the_key_is_left_unrotated(built):
+    """Chapter 6: with RoPE the score of two tokens moved on together does not change; with the
+    layouts mixed it is still relative but another score; a key left unrotated breaks it."""
+    e = built["rope-pair"]
+    spread = {}
+    for rotation in ROPE_PAIR_LAYOUTS:
+        data = e.compute({"m": 21, "n": 4, "rotation": rotation})
+        spread[rotation] = np.ptp(data["scores"]) / np.abs(data["scores_correct"]).max()
+        np.testing.assert_allclose(np.linalg.norm(data["q_rot"]), np.linalg.norm(
+            widgets.rope_pair_explorer().compute({"m": 0, "n": 0, "rotation": "key-unrotated"})[
+                "q_rot"]), rtol=1e-14)  # fmt: skip
+    assert spread["correct"] < 1e-13 and spread["layouts-mixed"] < 1e-13
+    assert spread["key-unrotated"] > 0.5
+    mixed = e.compute({"m": 21, "n": 4, "rotation": "layouts-mixed"})
+    assert abs(mixed["score"] - mixed["scores_correct"][0]) > 0.1
+
+
+def test_shift_rings_sit_on_the_line_and_only_a_commuting_a_keeps_the_term_relative(built):
+    """Chapter 4: M_k PE(p) = PE(p + k) for every p and k; PE(p)^T A PE(p + k) is the same for
+    every p when A = I or A commutes with the shifts, not for a random head."""
+    e = built["shift"]
+    for p, k in ((0, 0), (63, -32), (17, 32), (40, -1)):
+        data = e.compute({"position": p, "offset": k, "projection": "random"})
+        np.testing.assert_allclose(data["rotated"], data["shifted"], atol=1e-14)
+    for projection, flat in (("identity", True), ("commuting", True), ("random", False)):
+        scores = e.compute({"position": 3, "offset": 9, "projection": projection})["scores"]
+        assert (np.ptp(scores) < 1e-12 * np.abs(scores).max()) == flat, projection
 
 
 def test_patch_scores_at_the_edge_are_none_not_nan(built):
@@ -339,7 +514,8 @@ def test_widget_state_carries_the_module_the_spec_and_the_values(built, name):
     assert state["_css"] == (explorer_module.HERE / "explorer.css").read_text(encoding="utf-8")
     assert state["values"] == e.defaults
     spec = json.loads(json.dumps(state["spec"], allow_nan=False))  # JSON, no NaN
-    assert spec["name"] == name and spec["kind"] == name
+    assert spec["name"] == name and spec["kind"] == KIND.get(name, name)
+    assert len(spec["hint"]) > 40  # a line on what to try
     assert [p["name"] for p in spec["params"]] == list(e.params)
     for p in spec["params"]:
         param = e.params[p["name"]]
@@ -357,7 +533,7 @@ def test_widget_state_carries_the_module_the_spec_and_the_values(built, name):
 def test_the_kinds_of_explorer_js_are_the_explorers_and_its_formulas_name_core_functions():
     source = (explorer_module.HERE / "explorer.js").read_text(encoding="utf-8")
     kinds = set(re.findall(r'^  "?([a-z-]+)"?: \{$', source, re.M))
-    assert kinds == set(NAMES) | {"position-loss"}
+    assert kinds == {KIND.get(n, n) for n in NAMES} | {"position-loss"}
     exported = re.findall(r"^export function (\w+)\(", source, re.M)
     assert len(exported) >= 8
     modules = [pc, pc.analysis, pc.multi_axis, pc.rotation]
@@ -422,6 +598,8 @@ CHAPTER_FIGURES = {
     "unit-circle": "unit_circle_figure",
     "rope-decay": "paired_curves_figure",
     "rope-scaling": "marked_curves_figure",
+    "rope-spectrum": "marked_curves_figure",
+    "alibi": "masked_matrices_figure",
     "position-loss": "position_loss_figure",
 }
 

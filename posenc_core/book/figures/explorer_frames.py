@@ -1,5 +1,6 @@
 """The explorers' pictures for pages read without JavaScript: :func:`figure_png` renders one,
-and the two views no chapter draws (the base's three panels, the patch-score grids) are here.
+and the views no chapter draws (the base's three panels, the patch-score grids, the shift
+matrix behind a head, one query and key under RoPE) are here.
 
 The explorers draw in the browser (``posenc_core/book/widgets/explorer.js``). Where a chapter
 draws the same quantity, the stand-in is that chapter's figure function called with the
@@ -29,7 +30,7 @@ from posenc_core.book.figures.style import (
     show_figures_sharp,
 )
 
-__all__ = ["figure_png", "base_figure", "patch_scores_figure"]
+__all__ = ["figure_png", "base_figure", "patch_scores_figure", "rope_pair_figure", "shift_figure"]
 
 
 def figure_png(fig: Figure, *, dpi: float = 72.0, colors: int | None = None) -> bytes:
@@ -186,4 +187,111 @@ def patch_scores_figure(
         ax.set(xlabel="column", ylabel="row")
     fig.colorbar(image, ax=axes, fraction=0.04, pad=0.03, label="score q . k")
     fig.suptitle(title, fontsize=10)
+    return fig
+
+
+def shift_figure(
+    shifted: torch.Tensor | np.ndarray,
+    rotated: torch.Tensor | np.ndarray,
+    positions: torch.Tensor | np.ndarray,
+    scores: torch.Tensor | np.ndarray,
+    *,
+    position: int,
+    offset: int,
+    projection: str,
+    ylim: tuple[float, float],
+    width: float = COLUMN_WIDTH,
+    height: float = 4.6,
+) -> Figure:
+    """PE(p + k) beside M_k PE(p), and the position–position term along p (chapter 4's
+    explorer, :func:`~posenc_core.book.widgets.closed_form.shift_explorer`).
+
+    Args:
+        shifted, rotated: ``(d,)`` PE(p + k) (a line) and M_k PE(p) (rings).
+        positions, scores: ``(n,)`` positions p' and PE(p')^T A PE(p' + k) at each.
+        position, offset: p (marked on the curve) and k.
+        projection: what A is, for the lower title.
+        ylim: the score axis' limits.
+        width, height: the figure's size in inches.
+
+    Returns:
+        the figure.
+    """
+    a, b, x, y = (as_numpy(t) for t in (shifted, rotated, positions, scores))
+    if a.shape != b.shape or a.ndim != 1 or x.shape != y.shape or x.ndim != 1:
+        raise ValueError(
+            f"shifted, rotated must be one (d,) shape and positions, scores one (n,) shape; got "
+            f"{a.shape}, {b.shape}, {x.shape}, {y.shape}"
+        )
+    p, k = int(position), int(offset)
+    fig, (top, low) = new_figure(width, height, nrows=2)
+    dims = np.arange(a.size)
+    top.plot(dims, a, color=OKABE_ITO[0], lw=1.4, marker="o", ms=3, label=f"PE({p + k})")
+    top.plot(dims, b, ls="none", marker="o", ms=9, mfc="none", mec=OKABE_ITO[1], mew=1.6,
+             label=f"M_{k} PE({p})")  # fmt: skip
+    top.set(xlabel="dimension", ylim=(-1.2, 1.7), title=f"PE(p + k) = M_k PE(p): p = {p}, k = {k}")
+    top.legend(fontsize=9, frameon=False, ncols=2, loc="upper center")
+    low.plot(x, y, color=OKABE_ITO[2], lw=1.6)
+    low.plot([p], [y[int(np.argmin(np.abs(x - p)))]], "o", color=OKABE_ITO[3], ms=6)
+    low.set(xlabel="position p", ylabel="score", ylim=ylim,
+            title=f"PE(p)ᵀ A PE(p + {k}) for every p, {projection}")  # fmt: skip
+    for ax in (top, low):
+        ax.grid(alpha=0.3)
+    return fig
+
+
+def rope_pair_figure(
+    q: torch.Tensor | np.ndarray,
+    k: torch.Tensor | np.ndarray,
+    q_rot: torch.Tensor | np.ndarray,
+    k_rot: torch.Tensor | np.ndarray,
+    shifts: torch.Tensor | np.ndarray,
+    curves: Mapping[str, torch.Tensor | np.ndarray],
+    *,
+    title: str,
+    bound: float,
+    width: float = COLUMN_WIDTH,
+    height: float = 4.4,
+) -> Figure:
+    """One query and one key pair by pair (dims 2i, 2i+1) before and after the rotation, and
+    the score as both positions move on together (chapter 6's explorer,
+    :func:`~posenc_core.book.widgets.closed_form.rope_pair_explorer`).
+
+    Args:
+        q, k: ``(d,)`` the vectors before the rotation (faint); q_rot, k_rot: after it.
+        shifts: ``(T,)`` shifts t; curves: label -> ``(T,)`` score at (m + t, n + t), the first
+            solid, the others dashed.
+        title: the figure's title; bound: the score axis' half range (|q| |k|).
+        width, height: the figure's size in inches.
+
+    Returns:
+        the figure.
+    """
+    vecs = [as_numpy(t) for t in (q, k, q_rot, k_rot)]
+    d = vecs[0].size
+    if d % 2 or any(v.shape != (d,) for v in vecs):
+        raise ValueError(f"q, k, q_rot, k_rot must be one (d,) shape, d even; got {vecs[0].shape}")
+    pairs = d // 2
+    fig = plt.figure(figsize=(width, height), layout="constrained")
+    plt.close(fig)
+    show_figures_sharp()
+    axes = fig.subplot_mosaic([[f"p{i}" for i in range(pairs)], ["score"] * pairs],
+                              height_ratios=[1, 1.3])  # fmt: skip
+    reach = 1.08 * max(float(np.hypot(v[0::2], v[1::2]).max()) for v in vecs)
+    for i in range(pairs):
+        ax = axes[f"p{i}"]
+        for j, v in enumerate(vecs):  # q, k faint; q_rot, k_rot solid
+            style = {"arrowstyle": "->", "lw": 1.6, "alpha": 0.3 if j < 2 else 1.0}
+            style["color"] = OKABE_ITO[0] if j % 2 == 0 else OKABE_ITO[3]
+            ax.annotate("", (v[2 * i], v[2 * i + 1]), (0, 0), arrowprops=style)
+        ax.set(xlim=(-reach, reach), ylim=(-reach, reach), aspect="equal", xticks=[], yticks=[])
+        ax.set_title(f"pair {i}", fontsize=9)
+    ax = axes["score"]
+    for j, (label, y) in enumerate(curves.items()):
+        style = {"lw": 1.6, "color": OKABE_ITO[2]} if j == 0 else {"ls": "--", "color": "0.45"}
+        ax.plot(as_numpy(shifts), as_numpy(y), label=label, **style)
+    ax.set(xlabel="both positions moved by t", ylabel="score", ylim=(-bound, bound))
+    ax.legend(fontsize=9, frameon=False, ncols=2, loc="lower left")
+    ax.grid(alpha=0.3)
+    fig.suptitle(title + " (blue: query, red: key; faint: before the rotation)", fontsize=9)
     return fig

@@ -1,5 +1,6 @@
 """The explorers of closed-form quantities: a table of sines, a rotation, the base, RoPE's
-decay, a scaled frequency spectrum and a 2-D score grid.
+decay, a scaled frequency spectrum, a 2-D score grid, the shift matrix behind a projection and
+RoPE's rotation of one query and one key.
 
 Each computes in the browser (``explorer.js``) and here with posenc_core
 (:meth:`Explorer.compute <posenc_core.book.widgets.explorer.Explorer.compute>`); the tests
@@ -20,7 +21,7 @@ from posenc_core.analysis import rope_decay_bound, rope_score_vs_distance, sinus
 from posenc_core.book import figures
 from posenc_core.book.figures import explorer_frames
 from posenc_core.book.widgets.explorer import SLIDER_TOL, Data, Explorer, Param
-from posenc_core.rope import rope_frequencies
+from posenc_core.rope import apply_rope, rope_cos_sin, rope_frequencies
 from posenc_core.rotation import shift_matrix
 from posenc_core.sinusoidal import (
     sinusoidal_encoding,
@@ -31,11 +32,14 @@ from posenc_core.sinusoidal import (
 
 __all__ = [
     "SCALING_METHODS",
+    "alibi_explorer",
     "base_explorer",
     "patch_score_explorer",
     "rope_decay_explorer",
+    "rope_pair_explorer",
     "rope_scaling_explorer",
     "scaling_setup",
+    "shift_explorer",
     "sinusoidal_explorer",
     "unit_circle_explorer",
 ]
@@ -83,7 +87,11 @@ def sinusoidal_explorer(*, n_positions: int = 100, base: float = 10000.0) -> Exp
     title = "The sinusoidal table and one position's fingerprint"
     consts = {"n_positions": n, "base": base}
     consts["args"] = dict(consts)  # the factory's arguments, for the browser tests
-    return Explorer("sinusoidal", "sinusoidal", title, params, consts, compute, figure, alt)
+    hint = (
+        "Try: move the position and watch the fast stripes on the left change while the right "
+        "barely moves; then halve d_model."
+    )
+    return Explorer("sinusoidal", "sinusoidal", title, params, consts, compute, figure, alt, hint)
 
 
 def base_explorer(
@@ -152,7 +160,11 @@ def base_explorer(
     title = "The base of the sinusoidal encoding: table, wavelengths and similarity"
     consts = {"d_model": d, "n_positions": n, "max_offset": kmax}
     consts["args"] = dict(consts)
-    return Explorer("base", "base", title, params, consts, compute, figure, alt)
+    hint = (
+        "Try: base 100 and base 1e6 against 10000: the longest wavelength follows the base, and "
+        "the similarity curve drops faster or slower."
+    )
+    return Explorer("base", "base", title, params, consts, compute, figure, alt, hint)
 
 
 def unit_circle_explorer(
@@ -227,7 +239,11 @@ def unit_circle_explorer(
     title = f"One pair of a {d}-dimensional sinusoidal encoding on the unit circle"
     consts = {"d_model": d, "base": base, "starts": list(starts)}
     consts["args"] = dict(consts)
-    return Explorer("unit-circle", "unit-circle", title, params, consts, compute, figure, alt)
+    hint = (
+        "Try: change the offset k: every start turns by the same angle, whatever p; a higher "
+        "pair i turns more slowly."
+    )
+    return Explorer("unit-circle", "unit-circle", title, params, consts, compute, figure, alt, hint)
 
 
 def rope_decay_explorer(
@@ -298,7 +314,11 @@ def rope_decay_explorer(
     title = f"The RoPE score against relative distance, head_dim {hd}"
     consts = {"head_dim": hd, "max_distance": dmax, "distances": distances}
     consts["args"] = {"head_dim": hd, "max_distance": dmax, "n_points": npts}
-    return Explorer("rope-decay", "rope-decay", title, params, consts, compute, figure, alt)
+    hint = (
+        "Try: raise the base and watch the score stay high to longer distances; move the "
+        "distance marker into the ripples."
+    )
+    return Explorer("rope-decay", "rope-decay", title, params, consts, compute, figure, alt, hint)
 
 
 SCALING_METHODS = ("linear", "ntk", "dynamic", "yarn", "llama3")
@@ -340,46 +360,59 @@ def scaling_setup(method: str, factor: float) -> tuple[float, dict, int | None, 
     return base, scaling, seq_len, l0
 
 
-def rope_scaling_explorer(*, head_dim: int = 128) -> Explorer:
-    """How each context-extension method rescales RoPE's frequencies: scaled over original
-    theta_i against the original wavelength. 1 = kept, 1/factor = interpolated.
+def rope_scaling_explorer(*, head_dim: int = 128, view: str = "ratio") -> Explorer:
+    """How each context-extension method rescales RoPE's frequencies, in one of two views:
+    ``"ratio"`` draws scaled over original theta_i against the original wavelength (1 = kept,
+    1/factor = interpolated); ``"spectrum"`` every pair's wavelength before and after against
+    the pair index, the wavelengths that cross L0 (at most L0 before, more after) marked.
 
     Controls: ``factor`` (s, any real in [1, 32], default 8); ``method`` (linear, ntk,
     dynamic, yarn, llama3; default linear), with the settings of :func:`scaling_setup`.
 
     Data: ``wavelength`` ``(head_dim/2,)``, ``inv_freq_original`` and ``inv_freq``
-    (:func:`~posenc_core.rope.rope_frequencies` without and with the scaling), ``ratio``.
+    (:func:`~posenc_core.rope.rope_frequencies` without and with the scaling), ``ratio``,
+    ``wavelength_scaled`` = 2 pi / inv_freq, ``crosses`` (bool: wavelength <= L0 <
+    wavelength_scaled) and ``train_len`` (L0 of the method).
 
     Args:
         head_dim: per-head width, an even integer >= 4.
+        view: ``"ratio"`` (chapter 3) or ``"spectrum"`` (chapter 7b).
 
     Returns:
-        an :class:`~posenc_core.book.widgets.explorer.Explorer` named ``"rope-scaling"``.
+        an :class:`~posenc_core.book.widgets.explorer.Explorer` named ``"rope-scaling"``
+        (``"rope-spectrum"`` for the spectrum view).
     """
     hd = check.even_int("head_dim", head_dim)
     if hd < 4:
         raise ValueError(
             f"head_dim must be an even integer >= 4 (dimensions come in pairs), got {hd}"
         )
+    view = check.choice("view", view, ("ratio", "spectrum"))
     params = [
         Param("factor", "factor", "real", 8.0, 1.0, 32.0, log=True),
         Param("method", "method", "choice", "linear", options=SCALING_METHODS),
     ]
 
     def compute(v: dict) -> Data:
-        base, scaling, seq_len, _ = scaling_setup(v["method"], v["factor"])
+        base, scaling, seq_len, l0 = scaling_setup(v["method"], v["factor"])
         original = rope_frequencies(hd, base=base)
         scaled = rope_frequencies(hd, base=base, scaling=scaling, seq_len=seq_len)
+        wavelength, scaled_wavelength = 2 * math.pi / original, 2 * math.pi / scaled
         return {
-            "wavelength": (2 * math.pi / original).numpy(),
+            "wavelength": wavelength.numpy(),
             "inv_freq_original": original.numpy(),
             "inv_freq": scaled.numpy(),
             "ratio": (scaled / original).numpy(),
+            "wavelength_scaled": scaled_wavelength.numpy(),
+            "crosses": ((wavelength <= l0) & (scaled_wavelength > l0)).numpy(),
+            "train_len": l0,
         }
 
     def figure(data: Data, v: dict) -> Any:
         base, _, _, l0 = scaling_setup(v["method"], v["factor"])
         s = v["factor"]
+        if view == "spectrum":
+            return spectrum_figure(data, v, base, l0)
         lines = {f"L0 = {l0}": l0, f"s·L0 = {s * l0:.0f}": s * l0}
         r = data["ratio"]
         kept = int(np.isclose(r, 1.0, rtol=1e-9, atol=0).sum())
@@ -404,7 +437,19 @@ def rope_scaling_explorer(*, head_dim: int = 128) -> Explorer:
             title=title,
         )
 
+    def spectrum_figure(data: Data, v: dict, base: float, l0: int) -> Any:
+        s, n = v["factor"], int(data["crosses"].sum())
+        curves = {"original": data["wavelength"], f"s = {s:g}": data["wavelength_scaled"]}
+        title = f"{v['method']}, s = {s:g} (base {base:.0f}): {n} wavelengths cross L0"
+        return figures.marked_curves_figure(np.arange(hd // 2), curves, logy=True, markers=True,
+            hlines={f"L0 = {l0}": l0}, xlabel="pair i", ylabel="wavelength 2π/θ_i (positions)",
+            title=title)  # fmt: skip
+
     def alt(v: dict, data: Data) -> str:
+        if view == "spectrum":
+            return (f"Log plot of each pair's RoPE wavelength before and after {v['method']} "
+                    f"scaling by {v['factor']:g}; {int(data['crosses'].sum())} of them cross the "
+                    f"training length {data['train_len']}, drawn as a horizontal line")  # fmt: skip
         return (
             "Log-log plot of scaled over original RoPE frequency against original wavelength for "
             f"{v['method']} scaling with factor {v['factor']:g}: ratio 1 means a pair is kept, "
@@ -412,10 +457,88 @@ def rope_scaling_explorer(*, head_dim: int = 128) -> Explorer:
             "extended context"
         )
 
-    title = f"How each long-context method rescales RoPE's frequencies, head_dim {hd}"
-    consts = {"head_dim": hd, "models": {m: list(t) for m, t in _SCALING_MODELS.items()}}
-    consts["args"] = {"head_dim": hd}
-    return Explorer("rope-scaling", "rope-scaling", title, params, consts, compute, figure, alt)
+    title, hint = {
+        "spectrum": (f"RoPE's wavelengths before and after scaling, head_dim {hd}",
+                     "Try: raise the factor and watch wavelengths rise past the training length "
+                     "L0; compare linear (all move) with yarn and llama3 (the short ones stay)."),
+        "ratio": (f"How each long-context method rescales RoPE's frequencies, head_dim {hd}",
+                  "Try: switch methods at factor 8: linear divides every pair, ntk mostly the "
+                  "slow ones, yarn and llama3 keep the fast pairs (ratio 1)."),
+    }[view]  # fmt: skip
+    models = {m: list(t) for m, t in _SCALING_MODELS.items()}
+    consts = {
+        "head_dim": hd,
+        "view": view,
+        "models": models,
+        "args": {"head_dim": hd, "view": view},
+    }
+    name = "rope-spectrum" if view == "spectrum" else "rope-scaling"
+    return Explorer("rope-scaling", name, title, params, consts, compute, figure, alt, hint)
+
+
+def alibi_explorer(*, max_heads: int = 64, max_len: int = 48) -> Explorer:
+    """ALiBi's slope of every head for any head count (Press et al.'s rule for a count that is
+    not a power of two, as :func:`~posenc_core.alibi.alibi_slopes` computes it) and the bias
+    matrix of one head, causal or symmetric (:func:`~posenc_core.alibi.alibi_bias`).
+
+    Controls: ``heads`` (n, 1..max_heads, default 8); ``head`` (the head shown, 1..n, default
+    1); ``length`` (queries = keys, 2..max_len, default 16); ``variant`` (``"causal"``:
+    -m (i - j) with the keys after the query masked; ``"symmetric"``: -m abs(i - j)).
+
+    Data: ``slopes`` ``(n,)`` float64; ``slope`` of the head shown; ``bias`` ``(length,
+    length)`` of that head, 0 where masked; ``allowed`` ``(length, length)`` bool, False where
+    the causal mask hides the key (the bias is -inf there).
+
+    Args:
+        max_heads: largest head count offered, 1..1024.
+        max_len: largest length offered, 2..256.
+
+    Returns:
+        an :class:`~posenc_core.book.widgets.explorer.Explorer` named ``"alibi"``.
+    """
+    from posenc_core.alibi import alibi_bias, alibi_slopes
+
+    top = check.int_in_range("max_heads", max_heads, 1, 1024)
+    n_max = check.int_in_range("max_len", max_len, 2, 256)
+    params = [
+        Param("heads", "heads n", "int", min(8, top), 1, top),
+        Param("head", "head shown", "int", 1, 1, top, upto="heads"),
+        Param("length", "length", "int", min(16, n_max), 2, n_max),
+        Param("variant", "variant", "choice", "causal", options=("causal", "symmetric")),
+    ]
+
+    def full(v: dict) -> torch.Tensor:
+        n, causal = v["length"], v["variant"] == "causal"
+        return alibi_bias(v["heads"], n, n, causal=causal, dtype=torch.float64)[v["head"] - 1]
+
+    def compute(v: dict) -> Data:
+        slopes = alibi_slopes(v["heads"], dtype=torch.float64).numpy()
+        bias = full(v).numpy()
+        allowed = np.isfinite(bias)
+        return {
+            "slopes": slopes,
+            "slope": float(slopes[v["head"] - 1]),
+            "bias": np.where(allowed, bias, 0.0),
+            "allowed": allowed,
+        }
+
+    def figure(data: Data, v: dict) -> Any:
+        name = f"head {v['head']} of {v['heads']}, m = {data['slope']:.4g} ({v['variant']})"
+        return figures.masked_matrices_figure({name: full(v)}, colorbar_label="bias")
+
+    def alt(v: dict, data: Data) -> str:
+        shape = "masked above it" if v["variant"] == "causal" else "the same on both sides"
+        return (f"Heat map of ALiBi's bias for head {v['head']} of {v['heads']} (slope "
+                f"{data['slope']:.4g}) over {v['length']} queries and keys: zero on the "
+                f"diagonal, {shape}, falling by the slope with every step of distance")  # fmt: skip
+
+    hint = (
+        "Try: 8 heads, then 12 (not a power of two: 4 slopes slot in between); show head 1 and "
+        "then the last; switch causal and symmetric."
+    )
+    title = "ALiBi: each head's slope and the bias matrix of one head"
+    consts = {"args": {"max_heads": top, "max_len": n_max}}
+    return Explorer("alibi", "alibi", title, params, consts, compute, figure, alt, hint)
 
 
 def patch_score_explorer(
@@ -497,4 +620,270 @@ def patch_score_explorer(
     title = f"Scores of one query patch on a {n} × {n} grid, axial against raster RoPE"
     consts = {"grid": n, "head_dim": hd, "base": base, "q": q.numpy(), "vlim": list(vlim)}
     consts["args"] = {"grid": n, "head_dim": hd, "base": base, "seed": seed}
-    return Explorer("patch-scores", "patch-scores", title, params, consts, compute, figure, alt)
+    hint = (
+        "Try: move the query patch along a row: on the right the patch below scores like a far "
+        "one (raster order); on the left, the neighbours in both directions score alike."
+    )
+    return Explorer(
+        "patch-scores", "patch-scores", title, params, consts, compute, figure, alt, hint
+    )
+
+
+# --------------------------------------------------------------- chapters 4 and 6 (issue 39)
+
+SHIFT_PROJECTIONS = ("identity", "commuting", "random")
+ROPE_PAIR_MODES = ("correct", "layouts-mixed", "key-unrotated")
+
+
+def _commuting_part(a: torch.Tensor) -> torch.Tensor:
+    """The part of ``a`` (d x d) that commutes with every shift matrix M_k (chapter 4,
+    Proposition "When the position–position term is relative"): each diagonal 2 x 2 block
+    replaced by [[x, y], [-y, x]] with x = (a00 + a11)/2, y = (a01 - a10)/2, zeros elsewhere."""
+    out = torch.zeros_like(a)
+    for i in range(0, a.shape[0], 2):
+        x = (a[i, i] + a[i + 1, i + 1]) / 2
+        y = (a[i, i + 1] - a[i + 1, i]) / 2
+        out[i : i + 2, i : i + 2] = torch.stack((torch.stack((x, y)), torch.stack((-y, x))))
+    return out
+
+
+def shift_explorer(
+    *,
+    d_model: int = 16,
+    base: float = 10000.0,
+    n_positions: int = 64,
+    max_offset: int = 32,
+    head_dim: int = 4,
+    seed: int = 0,
+) -> Explorer:
+    """The shift matrix M_k: PE(p + k) beside M_k PE(p) (equal for every p), and the
+    position–position term PE(p)^T A PE(p + k) for every p behind a matrix A between the two
+    encodings: constant in p when A commutes with the shifts, not for a random head.
+
+    Controls: ``position`` (p, 0..n_positions - 1, default 10); ``offset`` (k, -max_offset..
+    max_offset, default 5); ``projection``: ``"identity"`` (A = I), ``"random"`` (A = W_Q W_K^T /
+    sqrt(head_dim), W_Q and W_K seeded Gaussian over sqrt(d_model), shape (d_model, head_dim),
+    as in chapter 4) or ``"commuting"``
+    (the part of that A that commutes with every M_k, as in chapter 4).
+
+    Data: ``encoding`` PE(p), ``shifted`` PE(p + k), ``rotated`` M_k PE(p) (each ``(d_model,)``,
+    :func:`~posenc_core.sinusoidal.sinusoidal_encoding`,
+    :func:`~posenc_core.rotation.shift_matrix`); ``positions`` 0..n_positions - 1 and
+    ``scores`` PE(p')^T A PE(p' + k) at each; ``score`` the one at p. All float64.
+
+    Args:
+        d_model: width, an even integer in 2..64.
+        base: frequency base, finite and > 1.
+        n_positions: positions p' of the score curve, 2..1024.
+        max_offset: largest |k|, 1..1024.
+        head_dim: width of the random head, 1..d_model.
+        seed: the random head's seed.
+
+    Returns:
+        an :class:`~posenc_core.book.widgets.explorer.Explorer` named ``"shift"``.
+    """
+    d = check.even_int("d_model", d_model)
+    if d > 64:
+        raise ValueError(f"d_model must be an even integer in 2..64, got {d}")
+    base = check.base_value("base", base)
+    n = check.int_in_range("n_positions", n_positions, 2, 1024)
+    kmax = check.int_in_range("max_offset", max_offset, 1, 1024)
+    hd = check.int_in_range("head_dim", head_dim, 1, d)
+    g = torch.Generator().manual_seed(check.non_negative_int("seed", seed))
+    w_q, w_k = torch.randn(2, d, hd, generator=g, dtype=torch.float64) / math.sqrt(d)
+    a_random = w_q @ w_k.T / math.sqrt(hd)
+    matrices = {
+        "identity": torch.eye(d, dtype=torch.float64),
+        "commuting": _commuting_part(a_random),
+        "random": a_random,
+    }
+    params = [
+        Param("position", "position p", "int", min(10, n - 1), 0, n - 1),
+        Param("offset", "offset k", "int", min(5, kmax), -kmax, kmax),
+        Param(
+            "projection",
+            "A between PE(p) and PE(p + k)",
+            "choice",
+            "random",
+            options=SHIFT_PROJECTIONS,
+            labels=("A = I", "commuting part", "random head"),
+        ),
+    ]
+    positions = torch.arange(n, dtype=torch.float64)
+    table = sinusoidal_encoding(positions, d, base=base, dtype=torch.float64)  # (n, d)
+
+    def scores(a: torch.Tensor, k: int) -> torch.Tensor:
+        shifted = sinusoidal_encoding(positions + k, d, base=base, dtype=torch.float64)
+        return ((table @ a) * shifted).sum(-1)  # (n,)
+
+    # the score axis of each A: every p' and k the controls reach, so a flat curve looks flat
+    ylim = {}
+    for name, a in matrices.items():
+        every = torch.stack([scores(a, k) for k in range(-kmax, kmax + 1)])
+        lo, hi = every.min().item(), every.max().item()
+        pad = 0.06 * (hi - lo) or 0.5
+        ylim[name] = [lo - pad, hi + pad]
+
+    def compute(v: dict) -> Data:
+        p, k = v["position"], v["offset"]
+        pe = sinusoidal_encoding(torch.tensor([p, p + k], dtype=torch.float64), d, base=base,
+                                 dtype=torch.float64)  # fmt: skip
+        curve = scores(matrices[v["projection"]], k)
+        return {
+            "encoding": pe[0].numpy(),
+            "shifted": pe[1].numpy(),
+            "rotated": (shift_matrix(k, d, base=base, dtype=torch.float64) @ pe[0]).numpy(),
+            "positions": positions.numpy(),
+            "scores": curve.numpy(),
+            "score": float(curve[p]),
+        }
+
+    def figure(data: Data, v: dict) -> Any:
+        return explorer_frames.shift_figure(
+            data["shifted"],
+            data["rotated"],
+            data["positions"],
+            data["scores"],
+            position=v["position"],
+            offset=v["offset"],
+            projection=_SHIFT_LABELS[v["projection"]],
+            ylim=tuple(ylim[v["projection"]]),
+        )
+
+    def alt(v: dict, data: Data) -> str:
+        p, k = v["position"], v["offset"]
+        flat = "constant" if v["projection"] != "random" else "changing"
+        return (
+            f"Top: the {d} entries of PE({p + k}) as a line and of M_{k} PE({p}) as rings, which "
+            f"sit on it. Bottom: the position-position term PE(p) A PE(p + {k}) for p from 0 to "
+            f"{n - 1} with {_SHIFT_LABELS[v['projection']]}, {flat} along p"
+        )
+
+    hint = (
+        "Try: move p with k fixed: the rings stay on the line, and the bottom curve is flat "
+        "for A = I and the commuting part, not for the random head."
+    )
+    title = f"The shift matrix M_k on a {d}-dimensional sinusoidal encoding, and behind a head"
+    consts = {"d_model": d, "base": base, "n_positions": n, "ylim": ylim}
+    consts["matrices"] = {name: a.numpy() for name, a in matrices.items()}
+    consts["args"] = {"d_model": d, "base": base, "n_positions": n, "max_offset": kmax,
+                      "head_dim": hd, "seed": seed}  # fmt: skip
+    return Explorer("shift", "shift", title, params, consts, compute, figure, alt, hint)
+
+
+_SHIFT_LABELS = {
+    "identity": "A = I",
+    "commuting": "the commuting part of a random head",
+    "random": "a random head",
+}
+
+
+def rope_pair_explorer(
+    *, head_dim: int = 8, base: float = 100.0, max_position: int = 63, seed: int = 0
+) -> Explorer:
+    """One query and one key (seeded, trained with the interleaved layout) rotated pair by
+    pair at positions m and n, their score, and the score of the same two tokens with both
+    positions moved by t = 0..max_position: constant in t with RoPE, also with the layouts
+    mixed (another relative score), not with the key left unrotated.
+
+    Controls: ``m`` and ``n`` (0..max_position; default 5 and 2); ``rotation``:
+    ``"correct"`` (both rotated with ``layout="interleaved"``), ``"layouts-mixed"`` (both with
+    the half-split rotation, ``layout="half"``, as interleaved weights run unconverted in a
+    half-split implementation) or ``"key-unrotated"`` (the query rotated, the key not).
+
+    Data: ``q_rot``, ``k_rot`` ``(head_dim,)``
+    (:func:`~posenc_core.rope.apply_rope` with :func:`~posenc_core.rope.rope_cos_sin`,
+    float64), ``score`` their dot product; ``shifts`` 0..max_position, ``scores`` the score
+    at (m + t, n + t) and ``scores_correct`` the same with correct RoPE.
+
+    Args:
+        head_dim: an even integer in 2..16.
+        base: rope_theta, finite and > 1 (100: every pair turns visibly within 64 positions).
+        max_position: largest m, n and shift t, 1..1024.
+        seed: the seed of q and k.
+
+    Returns:
+        an :class:`~posenc_core.book.widgets.explorer.Explorer` named ``"rope-pair"``.
+    """
+    hd = check.even_int("head_dim", head_dim)
+    if hd > 16:
+        raise ValueError(f"head_dim must be an even integer in 2..16, got {hd}")
+    base = check.base_value("base", base)
+    top = check.int_in_range("max_position", max_position, 1, 1024)
+    g = torch.Generator().manual_seed(check.non_negative_int("seed", seed))
+    q, k = torch.randn(2, hd, generator=g, dtype=torch.float64)
+    layouts = {  # rotation -> (the query's layout, the key's; None: not rotated)
+        "correct": ("interleaved", "interleaved"),
+        "layouts-mixed": ("half", "half"),
+        "key-unrotated": ("interleaved", None),
+    }
+    params = [
+        Param("m", "query position m", "int", min(5, top), 0, top),
+        Param("n", "key position n", "int", min(2, top), 0, top),
+        Param(
+            "rotation",
+            "rotation",
+            "choice",
+            "correct",
+            options=ROPE_PAIR_MODES,
+            labels=("correct RoPE", "layouts mixed", "key not rotated"),
+        ),
+    ]
+    shifts = torch.arange(top + 1, dtype=torch.float64)
+
+    def rotate(x: torch.Tensor, positions: torch.Tensor, layout: str | None) -> torch.Tensor:
+        rows = x.expand(len(positions), hd)
+        if layout is None:
+            return rows.clone()
+        cos, sin = rope_cos_sin(positions, hd, base=base, layout=layout, dtype=torch.float64)
+        return apply_rope(rows, cos, sin, layout=layout)
+
+    def along(m: int, n: int, rotation: str) -> torch.Tensor:
+        lq, lk = layouts[rotation]
+        return (rotate(q, m + shifts, lq) * rotate(k, n + shifts, lk)).sum(-1)
+
+    def compute(v: dict) -> Data:
+        m, n = v["m"], v["n"]
+        lq, lk = layouts[v["rotation"]]
+        q_rot = rotate(q, torch.tensor([float(m)]), lq)[0]
+        k_rot = rotate(k, torch.tensor([float(n)]), lk)[0]
+        return {
+            "q_rot": q_rot.numpy(),
+            "k_rot": k_rot.numpy(),
+            "score": float(q_rot @ k_rot),
+            "shifts": shifts.numpy(),
+            "scores": along(m, n, v["rotation"]).numpy(),
+            "scores_correct": along(m, n, "correct").numpy(),
+        }
+
+    def figure(data: Data, v: dict) -> Any:
+        return explorer_frames.rope_pair_figure(
+            q.numpy(),
+            k.numpy(),
+            data["q_rot"],
+            data["k_rot"],
+            data["shifts"],
+            {"this rotation": data["scores"], "correct RoPE": data["scores_correct"]},
+            title=f"m = {v['m']}, n = {v['n']}, {v['rotation']}: score {data['score']:+.3f}",
+            bound=bound,
+        )
+
+    def alt(v: dict, data: Data) -> str:
+        s = data["scores"]
+        return (
+            f"{hd // 2} small panels, one per pair of a {hd}-dimensional query and key, each with "
+            f"the query turned to position {v['m']} and the key to position {v['n']} "
+            f"({v['rotation']}); below, their score as both positions move on together, from "
+            f"{s.min():+.3f} to {s.max():+.3f}"
+        )
+
+    bound = float(q.norm() * k.norm())  # |<x, y>| <= |x| |y|, and rotations keep lengths
+    hint = (
+        "Try: move m and n together (same m − n): the score stays with correct RoPE; then pick "
+        "key not rotated, and layouts mixed (flat again, but another score)."
+    )
+    title = f"RoPE on one query and one key, head_dim {hd}, base {base:g}"
+    consts = {"head_dim": hd, "base": base, "q": q.numpy(), "k": k.numpy(), "bound": bound}
+    consts["layouts"] = {mode: list(pair) for mode, pair in layouts.items()}
+    consts["args"] = {"head_dim": hd, "base": base, "max_position": top, "seed": seed}
+    return Explorer("rope-pair", "rope-pair", title, params, consts, compute, figure, alt, hint)

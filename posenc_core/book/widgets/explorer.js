@@ -188,6 +188,97 @@ export function raster_score_grid(n, r, c, d, base, q, k) {
   return grid;
 }
 
+// ALiBi's slopes m_h for n heads (posenc_core.alibi.alibi_slopes, Press et al.'s get_slopes):
+// 2^(-8 (i + 1) / c) for the largest power of two c <= n, then every other slope of 2c
+export function alibi_slopes(n) {
+  if (!Number.isInteger(n) || n < 1) throw new RangeError(`n_heads must be a positive integer, got ${n}`);
+  const c = 2 ** Math.floor(Math.log2(n));
+  const exps = range(0, c).map((i) => (-8 * (i + 1)) / c);
+  for (let i = 0; exps.length < n; i += 2) exps.push((-8 * (i + 1)) / (2 * c));
+  return Float64Array.from(exps, (e) => Math.pow(2, e));
+}
+
+// one head's bias -m (i - j) (causal, -Infinity for j > i) or -m |i - j|, the queries being the
+// last q_len of k_len positions (posenc_core.alibi.alibi_bias, one head)
+function alibi_head_bias(m, q_len, k_len, causal) {
+  const rows = [];
+  for (let r = 0; r < q_len; r++) {
+    const i = r + k_len - q_len;
+    const row = new Float64Array(k_len);
+    for (let j = 0; j < k_len; j++) {
+      row[j] = causal ? (j > i ? -Infinity : -m * (i - j)) : -m * Math.abs(i - j);
+    }
+    rows.push(row);
+  }
+  return rows;
+}
+
+// (n_heads, q_len, k_len) bias of every head (posenc_core.alibi.alibi_bias)
+export function alibi_bias(n_heads, q_len, k_len, causal) {
+  return Array.from(alibi_slopes(n_heads), (m) => alibi_head_bias(m, q_len, k_len, causal));
+}
+
+// PE(p) for real positions p: sin(p w_i), cos(p w_i) on dims 2i, 2i+1
+// (posenc_core.sinusoidal.sinusoidal_encoding, float64, interleaved)
+export function sinusoidal_encoding(positions, d, base) {
+  const w = sinusoidal_frequencies(d, base);
+  return Array.from(positions, (p) => {
+    const row = new Float64Array(d);
+    for (let i = 0; i < d / 2; i++) {
+      row[2 * i] = Math.sin(p * w[i]);
+      row[2 * i + 1] = Math.cos(p * w[i]);
+    }
+    return row;
+  });
+}
+
+// the d x d M_k, one shift_matrix_block per pair on the diagonal (posenc_core.rotation.shift_matrix)
+export function shift_matrix(k, d, base) {
+  const rows = Array.from({ length: d }, () => new Float64Array(d));
+  for (let i = 0; i < d / 2; i++) {
+    const b = shift_matrix_block(k, d, base, i);
+    for (let r = 0; r < 2; r++) for (let c = 0; c < 2; c++) rows[2 * i + r][2 * i + c] = b[r][c];
+  }
+  return rows;
+}
+
+// RoPE's tables for positions m: cos(m theta_i), sin(m theta_i) on both dims of pair i, pairs
+// (i, i + d/2) for "half" and (2i, 2i + 1) for "interleaved"; [cos rows, sin rows]
+// (posenc_core.rope.rope_cos_sin, float64, no scaling)
+export function rope_cos_sin(positions, d, base, layout) {
+  if (layout !== "half" && layout !== "interleaved") throw new RangeError(`layout must be "half" or "interleaved", got ${layout}`);
+  const theta = sinusoidal_frequencies(d, base);
+  const h = d / 2;
+  const cos = [];
+  const sin = [];
+  for (const m of positions) {
+    const c = new Float64Array(d);
+    const s = new Float64Array(d);
+    for (let i = 0; i < h; i++) {
+      const a = m * theta[i];
+      const [j, k] = layout === "half" ? [i, i + h] : [2 * i, 2 * i + 1];
+      c[j] = c[k] = Math.cos(a);
+      s[j] = s[k] = Math.sin(a);
+    }
+    cos.push(c);
+    sin.push(s);
+  }
+  return [cos, sin];
+}
+
+// one vector x rotated pair by pair: (a, b) -> (a c - b s, b c + a s), the pairs of `layout`
+// (posenc_core.rope.apply_rope, whose formula is rope_formula)
+export function apply_rope(x, cos, sin, layout) {
+  const h = x.length / 2;
+  const out = new Float64Array(x.length);
+  for (let i = 0; i < h; i++) {
+    const [j, k] = layout === "half" ? [i, i + h] : [2 * i, 2 * i + 1];
+    out[j] = x[j] * cos[j] - x[k] * sin[j];
+    out[k] = x[k] * cos[k] + x[j] * sin[k];
+  }
+  return out;
+}
+
 // --------------------------------------------------------------------------- 2. drawing
 
 const COLORS = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9"];
@@ -449,6 +540,48 @@ function heatmap(ctx, box, rows, vmin, vmax) {
   ctx.restore();
 }
 
+// the diverging scale of heatmap() from lo to hi in box, with its values: "vertical" (low at
+// the bottom, values to the right) or "horizontal" (low at the left, values below)
+function colour_bar(ctx, box, lo, hi, direction, title) {
+  const vertical = direction === "vertical";
+  const n = Math.round(vertical ? box.h : box.w);
+  for (let i = 0; i < n; i++) {
+    const [r, g, b] = diverging((i + 0.5) / n);
+    ctx.fillStyle = `rgb(${r},${g},${b})`;
+    if (vertical) ctx.fillRect(box.x, box.y + box.h - i - 1, box.w, 1.5);
+    else ctx.fillRect(box.x + i, box.y, 1.5, box.h);
+  }
+  ctx.save();
+  ctx.strokeStyle = "#999";
+  ctx.lineWidth = 1;
+  ctx.strokeRect(box.x + 0.5, box.y + 0.5, box.w, box.h);
+  ctx.font = SMALL;
+  ctx.fillStyle = MUTED;
+  ctx.strokeStyle = MUTED;
+  const at = (t) => (vertical ? box.y + box.h - ((t - lo) / (hi - lo)) * box.h : box.x + ((t - lo) / (hi - lo)) * box.w);
+  const ticks = nice_ticks(lo, hi, vertical ? 5 : Math.max(2, Math.floor(box.w / 70)));
+  for (const t of ticks) {
+    const u = at(t);
+    if (vertical) {
+      line(ctx, box.x + box.w, u, box.x + box.w + 4, u);
+      ctx.textAlign = "left";
+      ctx.textBaseline = "middle";
+      ctx.fillText(tick_text(t), box.x + box.w + 6, u);
+    } else {
+      line(ctx, u, box.y + box.h, u, box.y + box.h + 4);
+      ctx.textAlign = "center";
+      ctx.textBaseline = "top";
+      ctx.fillText(tick_text(t), u, box.y + box.h + 6);
+    }
+  }
+  ctx.fillStyle = INK;
+  ctx.textAlign = "left";
+  ctx.textBaseline = "bottom";
+  if (vertical) ctx.fillText(title, box.x, box.y - 8);
+  else ctx.fillText(title, box.x + box.w - ctx.measureText(title).width, box.y - 3);
+  ctx.restore();
+}
+
 function legend(ctx, x, y, items) {
   // items: [{label, color, dash, band}] in one row from (x, y), wrapping at the canvas edge
   ctx.save();
@@ -641,6 +774,11 @@ function check_values(spec, incoming, current = null) {
     else if (current && Object.prototype.hasOwnProperty.call(current, p.name)) out[p.name] = current[p.name];
     else out[p.name] = fallback(p, v);
   }
+  for (const p of spec.params) {
+    if (!p.upto || problems.some((q) => q.name === p.name) || !(out[p.name] > out[p.upto])) continue;
+    problems.push({ name: p.name, why: `more than ${p.upto} = ${out[p.upto]}`, value: out[p.name] });
+    out[p.name] = current ? current[p.name] : out[p.upto];
+  }
   if (problems.length && current) return { values: { ...current }, problems };
   return { values: out, problems };
 }
@@ -822,6 +960,24 @@ class Control {
     for (const input of this.node.querySelectorAll("input, button")) input.disabled = !on;
     this.node.title = on ? "" : why;
   }
+
+  // a choice's buttons one by one: on(value) says whether that option does something
+  enableOptions(on, why) {
+    this.p.options.forEach((o, i) => {
+      const ok = on(o.value);
+      this.btns[i].disabled = !ok;
+      this.btns[i].title = ok ? "" : why;
+    });
+  }
+
+  // a number's largest value, moved (the value itself is the caller's to lower)
+  limit(most) {
+    if (this.p.max === most) return;
+    this.p = { ...this.p, max: most };
+    this.range.max = String(this.p.log ? Math.log10(most) : most);
+    this.field.setAttribute("aria-label", `${this.p.label}: type a value from ${number_text(this.p.min)} to ${number_text(most)}`);
+    if (this.value !== undefined) this.show(this.value);
+  }
 }
 
 // --------------------------------------------------------------------------- 4. explorers
@@ -926,7 +1082,8 @@ const EXPLORERS = {
   },
 
   "unit-circle": {
-    height: 330,
+    // the text beside the circle, or under it where the column is narrower than both
+    height: (W) => (W < 560 ? 500 : 330),
     compute(v, c) {
       const w = sinusoidal_frequencies(c.d_model, c.base)[v.pair];
       const at = (p) => [Math.sin(p * w), Math.cos(p * w)];
@@ -986,10 +1143,11 @@ const EXPLORERS = {
         ctx.fill();
         ctx.stroke();
       });
-      const x = 2 * R + 90;
+      const narrow = W < 560;
+      const x = narrow ? 16 : 2 * R + 90;
       ctx.fillStyle = INK;
       ctx.font = FONT;
-      let y = 40;
+      let y = narrow ? cy + R + 40 : 40;
       const say = (text, font = FONT, color = INK) => {
         ctx.font = font;
         ctx.fillStyle = color;
@@ -1068,14 +1226,20 @@ const EXPLORERS = {
       return { base, l0, scaling, seq };
     },
     compute(v, c) {
-      const { base, scaling, seq } = this.setup(v, c);
+      const { base, l0, scaling, seq } = this.setup(v, c);
       const original = rope_frequencies(c.head_dim, base, null, null);
       const scaled = rope_frequencies(c.head_dim, base, scaling, seq);
+      const wavelength = original.map((t) => TAU / t);
+      const wavelength_scaled = scaled.map((t) => TAU / t);
       return {
-        wavelength: original.map((t) => TAU / t),
+        wavelength,
         inv_freq_original: original,
         inv_freq: scaled,
         ratio: scaled.map((t, i) => t / original[i]),
+        wavelength_scaled,
+        // a pair that turned once within the training window L0 and no longer does
+        crosses: Array.from(wavelength, (w, i) => w <= l0 && wavelength_scaled[i] > l0),
+        train_len: l0,
       };
     },
     counts(v, data) {
@@ -1084,11 +1248,17 @@ const EXPLORERS = {
       const interp = data.ratio.filter((r) => close(r, 1 / v.factor)).length;
       return [kept, interp, data.ratio.length - kept - interp];
     },
-    label(v, data) {
+    label(v, data, c) {
+      if (c.view === "spectrum") {
+        const n = data.crosses.filter((x) => x).length;
+        const below = data.wavelength.filter((w) => w <= data.train_len).length;
+        return `factor = ${number_text(v.factor)} · method = ${v.method} · ${n} of the ${below} wavelengths within L0 = ${data.train_len} now cross it`;
+      }
       const [k, i, b] = this.counts(v, data);
       return `factor = ${number_text(v.factor)} · method = ${v.method} · kept ${k}, interpolated ${i}, in between ${b}`;
     },
     draw(ctx, W, data, v, c) {
+      if (c.view === "spectrum") return this.spectrum(ctx, W, data, v, c);
       const { base, l0 } = this.setup(v, c);
       const s = v.factor;
       const ax = new Axes(
@@ -1130,10 +1300,63 @@ const EXPLORERS = {
         { label: `ratio 1 (kept) and 1/s = ${number_text(1 / s)} (interpolated)`, color: "#bbb", dash: [2, 3] },
       ]);
     },
+    // every pair's wavelength before (grey) and after (blue) against the pair index, the
+    // training length L0 shaded, the pairs whose wavelength crosses L0 ringed in orange
+    spectrum(ctx, W, data, v, c) {
+      const { base, l0 } = this.setup(v, c);
+      const s = v.factor;
+      const half = c.head_dim / 2;
+      const ax = new Axes(
+        ctx,
+        { x: 60, y: 26, w: W - 80, h: 230 },
+        { lo: -0.5, hi: half - 0.5 },
+        { lo: 2, hi: 2e8, log: true },
+      );
+      ctx.fillStyle = "#f1f1f1";
+      ctx.fillRect(ax.box.x, ax.Y(l0), ax.box.w, ax.box.y + ax.box.h - ax.Y(l0));
+      const n = data.crosses.filter((x) => x).length;
+      ax.frame({
+        title: `${v.method}, s = ${number_text(s)}, base ${number_text(base)}: ${n} wavelengths cross L0 = ${l0}`,
+        xlabel: "pair i",
+        ylabel: "wavelength (positions)",
+        yticks: [10, 1e3, 1e5, 1e7],
+      });
+      ctx.save();
+      ctx.font = SMALL;
+      ctx.fillStyle = MUTED;
+      ctx.textAlign = "right";
+      ctx.textBaseline = "bottom";
+      // bottom right: the slow pairs' wavelengths there are long, above L0, leaving it empty
+      ctx.fillText(`shaded: a full turn within 0..${l0}`, ax.box.x + ax.box.w - 4, ax.box.y + ax.box.h - 4);
+      ctx.restore();
+      ax.curve([-0.5, half - 0.5], [l0, l0], { color: MUTED, dash: [5, 4], width: 1 });
+      ax.curve([-0.5, half - 0.5], [s * l0, s * l0], { color: "#bbb", dash: [2, 3], width: 1 });
+      const pairs = range(0, half);
+      ax.curve(pairs, data.wavelength, { color: "#999", width: 1, dots: true });
+      ax.curve(pairs, data.wavelength_scaled, { color: COLORS[0], width: 1.4, dots: true });
+      ax.clip((g) => {
+        g.strokeStyle = COLORS[1];
+        g.lineWidth = 2;
+        pairs.forEach((i) => {
+          if (!data.crosses[i]) return;
+          g.beginPath();
+          g.arc(ax.X(i), ax.Y(data.wavelength_scaled[i]), 5.5, 0, TAU);
+          g.stroke();
+        });
+      });
+      legend(ctx, 60, 322, [
+        { label: "original", color: "#999" },
+        { label: `${v.method}, s = ${number_text(s)}`, color: COLORS[0] },
+        { label: `crosses L0 (${n})`, color: COLORS[1] },
+        { label: `L0 and s·L0 = ${number_text(s * l0)}`, color: MUTED, dash: [5, 4] },
+      ]);
+    },
   },
 
   "patch-scores": {
-    height: 340,
+    height(W) {
+      return Math.round(this.size(W) + (W < 500 ? 110 : 96));
+    },
     compute(v, c) {
       const n = c.grid;
       const axial = axial_score_grid(n, v.row, v.col, c.head_dim, c.base, c.q, c.q);
@@ -1154,14 +1377,20 @@ const EXPLORERS = {
       const right = ar === null ? "none (last column)" : `axial ${f(ar)}, raster ${f(rr)}`;
       return `row = ${v.row} · col = ${v.col} · patch below: ${below} · patch to the right: ${right}`;
     },
+    // the two grids fill the column; a colour bar with values beside them (below where the
+    // column is narrow)
+    size(W) {
+      return W < 500 ? (W - 24 - 40 - 8) / 2 : Math.min(270, (W - 24 - 40 - 76) / 2);
+    },
     draw(ctx, W, data, v, c) {
-      const size = Math.min(250, (W - 60) / 2 - 10);
+      const size = this.size(W);
       const narrow = W < 500;
       const titles = narrow ? ["axial 2-D", "1-D, raster order"] : ["axial 2-D RoPE", "1-D RoPE on the raster order"];
       [data.axial, data.raster].forEach((g, j) => {
         const box = { x: 24 + j * (size + 40), y: 44, w: size, h: size };
         heatmap(ctx, box, g, c.vlim[0], c.vlim[1]);
         ctx.strokeStyle = "#999";
+        ctx.lineWidth = 1;
         ctx.strokeRect(box.x + 0.5, box.y + 0.5, size, size);
         const cell = size / c.grid;
         ctx.strokeStyle = INK;
@@ -1172,11 +1401,277 @@ const EXPLORERS = {
         ctx.textAlign = "left";
         ctx.fillText(titles[j], box.x, box.y - 8);
       });
+      const [lo, hi] = c.vlim;
+      const bar = narrow
+        ? { x: 24, y: 44 + size + 16, w: 2 * size + 40, h: 10 }
+        : { x: 24 + 2 * size + 40 + 18, y: 44, w: 12, h: size };
+      colour_bar(ctx, bar, lo, hi, narrow ? "horizontal" : "vertical", narrow ? "score q · k" : "q · k");
       ctx.font = SMALL;
       ctx.fillStyle = MUTED;
-      const note = `query patch (outlined) at row ${v.row}, column ${v.col}`;
-      ctx.fillText(note, 24, 44 + size + 22);
-      ctx.fillText("red: high score, blue: low", 24, 44 + size + 38);
+      ctx.textAlign = "left";
+      ctx.textBaseline = "alphabetic";
+      const below = narrow ? bar.y + bar.h + 40 : 44 + size + 22;
+      ctx.fillText(`query patch (outlined) at row ${v.row}, column ${v.col}`, 24, below);
+      ctx.fillText("one colour scale for both grids and every query patch", 24, below + 16);
+    },
+  },
+
+  alibi: {
+    height: (W) => (W < 560 ? 560 : 340),
+    compute(v) {
+      const slopes = alibi_slopes(v.heads);
+      const m = slopes[v.head - 1];
+      const rows = alibi_head_bias(m, v.length, v.length, v.variant === "causal");
+      return {
+        slopes,
+        slope: m,
+        bias: rows.map((r) => r.map((x) => (x === -Infinity ? 0 : x + 0))),
+        allowed: rows.map((r) => Array.from(r, (x) => x !== -Infinity)),
+      };
+    },
+    label(v, data) {
+      const minus = (x) => number_text(x).replace("-", "−");
+      const e = Math.log2(data.slope);
+      const far = -data.slope * (v.length - 1);
+      return `heads n = ${v.heads} · head shown = ${v.head}: m = 2^(${minus(e)}) = ${number_text(data.slope)} · length = ${v.length} · ${v.variant} · bias at distance ${v.length - 1}: ${minus(far)}`;
+    },
+    draw(ctx, W, data, v) {
+      const narrow = W < 560;
+      const n = v.heads;
+      const c2 = 2 ** Math.floor(Math.log2(n)); // the power of two whose slopes come first
+      const sw = narrow ? W - 80 : (W - 110) / 2;
+      const ax = new Axes(
+        ctx,
+        { x: 56, y: 26, w: sw, h: narrow ? 150 : 230 },
+        { lo: 0.5, hi: n + 0.5 },
+        { lo: -8.5, hi: 0.5 },
+      );
+      ax.frame({
+        title: `log2 of the slope, ${n} head${n > 1 ? "s" : ""}`,
+        xlabel: "head",
+        xticks: n <= 8 ? range(1, n + 1) : nice_ticks(1, n, Math.max(2, Math.floor(sw / 50))).filter((t) => Number.isInteger(t)),
+        yticks: [-8, -6, -4, -2, 0],
+      });
+      ax.clip((g) => {
+        Array.from(data.slopes).forEach((m, h) => {
+          g.fillStyle = h < c2 ? COLORS[0] : COLORS[2];
+          g.beginPath();
+          g.arc(ax.X(h + 1), ax.Y(Math.log2(m)), n > 32 ? 2.2 : 3.2, 0, TAU);
+          g.fill();
+        });
+        g.strokeStyle = COLORS[1];
+        g.lineWidth = 2;
+        g.beginPath();
+        g.arc(ax.X(v.head), ax.Y(Math.log2(data.slope)), 6.5, 0, TAU);
+        g.stroke();
+      });
+      // the bias of the head shown, one colour scale for every head of this count
+      const size = narrow ? Math.min(W - 80, 250) : Math.min(230, (W - 110) / 2);
+      const box = narrow ? { x: 56, y: 26 + 150 + 64, w: size, h: size } : { x: W - 24 - size, y: 26, w: size, h: size };
+      const most = Math.max(...data.slopes) * (v.length - 1);
+      heatmap(ctx, box, data.bias, -most, most);
+      const cell = size / v.length;
+      ctx.fillStyle = "#d0d0d0";
+      data.allowed.forEach((row, i) =>
+        row.forEach((ok, j) => {
+          if (!ok) ctx.fillRect(box.x + j * cell, box.y + i * cell, cell + 0.5, cell + 0.5);
+        }),
+      );
+      new Axes(ctx, box, { lo: 0, hi: v.length }, { lo: v.length, hi: 0 }).frame({
+        title: `head ${v.head}: bias −m·${v.variant === "causal" ? "(i − j)" : "|i − j|"}`,
+        xlabel: "key j",
+        ylabel: "query i",
+        grid: false,
+        xticks: nice_ticks(0, v.length - 1, 3),
+        yticks: nice_ticks(0, v.length - 1, 3),
+      });
+      const items = [{ label: `slopes of ${c2} heads`, color: COLORS[0] }];
+      if (c2 < n) items.push({ label: `every other slope of ${2 * c2}`, color: COLORS[2] });
+      items.push({ label: `head shown`, color: COLORS[1] });
+      const low = `−${Number(most.toPrecision(3))}`;
+      items.push({ label: `white 0 to blue ${low}${v.variant === "causal" ? ", grey masked" : ""}`, color: "#4393c3" });
+      legend(ctx, 56, narrow ? box.y + size + 40 : 322, items);
+    },
+  },
+
+  "rope-pair": {
+    // the pairs' panels are as wide as the column allows
+    panel(W, c) {
+      const P = c.head_dim / 2;
+      return Math.min(150, (W - 24 - (P - 1) * 10) / P);
+    },
+    height(W, c) {
+      return Math.round(this.panel(W, c) + (W < 500 ? 270 : 300));
+    },
+    turn(x, p, layout, c) {
+      if (layout === null) return Float64Array.from(x); // left unrotated
+      const [cos, sin] = rope_cos_sin([p], c.head_dim, c.base, layout);
+      return apply_rope(x, cos[0], sin[0], layout);
+    },
+    compute(v, c) {
+      const dot = (a, b) => a.reduce((s, x, i) => s + x * b[i], 0);
+      const shifts = range(0, c.args.max_position + 1);
+      const along = ([lq, lk]) => shifts.map((t) => dot(this.turn(c.q, v.m + t, lq, c), this.turn(c.k, v.n + t, lk, c)));
+      const [lq, lk] = c.layouts[v.rotation];
+      const q_rot = this.turn(c.q, v.m, lq, c);
+      const k_rot = this.turn(c.k, v.n, lk, c);
+      return {
+        q_rot,
+        k_rot,
+        score: dot(q_rot, k_rot),
+        shifts,
+        scores: along(c.layouts[v.rotation]),
+        scores_correct: along(c.layouts.correct),
+      };
+    },
+    names: { correct: "correct RoPE", "layouts-mixed": "layouts mixed", "key-unrotated": "key not rotated" },
+    // max - min of the score as both positions move on: 0 (to rounding) when it is relative
+    spread: (data) => Math.max(...data.scores) - Math.min(...data.scores),
+    label(v, data, c) {
+      const f = (x) => `${x < 0 ? "−" : "+"}${Math.abs(x).toFixed(3)}`;
+      const flat = this.spread(data) <= 1e-9 * c.bound;
+      const moved = flat
+        ? "unchanged when both move on (relative)"
+        : `from ${f(Math.min(...data.scores))} to ${f(Math.max(...data.scores))} when both move on`;
+      return `m = ${v.m} · n = ${v.n} · m − n = ${v.m - v.n} · ${this.names[v.rotation]} · score ${f(data.score)}, ${moved}`;
+    },
+    draw(ctx, W, data, v, c) {
+      const P = c.head_dim / 2;
+      const gap = 10;
+      const s = this.panel(W, c);
+      const R = s / 2 - 3;
+      const norm = (x) => Math.hypot(...x);
+      const reach = Math.max(norm(c.q), norm(c.k)); // no pair is longer than its vector
+      const theta = sinusoidal_frequencies(c.head_dim, c.base);
+      const narrow = W < 500;
+      for (let i = 0; i < P; i++) {
+        const x0 = 12 + i * (s + gap);
+        const cx = x0 + s / 2;
+        const cy = 30 + s / 2;
+        ctx.strokeStyle = "#ddd";
+        ctx.lineWidth = 1;
+        ctx.beginPath();
+        ctx.arc(cx, cy, R, 0, TAU);
+        ctx.stroke();
+        line(ctx, cx - R, cy, cx + R, cy);
+        line(ctx, cx, cy - R, cx, cy + R);
+        const arrow = (x, color, alpha) => {
+          const ex = cx + (R * x[2 * i]) / reach;
+          const ey = cy - (R * x[2 * i + 1]) / reach;
+          ctx.save();
+          ctx.globalAlpha = alpha;
+          ctx.strokeStyle = color;
+          ctx.fillStyle = color;
+          ctx.lineWidth = 2;
+          line(ctx, cx, cy, ex, ey);
+          const a = Math.atan2(ey - cy, ex - cx);
+          ctx.beginPath();
+          ctx.moveTo(ex, ey);
+          ctx.lineTo(ex - 7 * Math.cos(a - 0.4), ey - 7 * Math.sin(a - 0.4));
+          ctx.lineTo(ex - 7 * Math.cos(a + 0.4), ey - 7 * Math.sin(a + 0.4));
+          ctx.closePath();
+          ctx.fill();
+          ctx.restore();
+        };
+        arrow(c.q, COLORS[0], 0.25);
+        arrow(c.k, COLORS[1], 0.25);
+        arrow(data.q_rot, COLORS[0], 1);
+        arrow(data.k_rot, COLORS[1], 1);
+        ctx.fillStyle = INK;
+        ctx.font = narrow ? SMALL : FONT;
+        ctx.textAlign = "left";
+        ctx.textBaseline = "bottom";
+        ctx.fillText(narrow ? `pair ${i}` : `pair ${i}: θ = ${number_text(theta[i].toPrecision(3))}`, x0, 26);
+      }
+      const top = 30 + s + 36;
+      const T = c.args.max_position;
+      const ax = new Axes(ctx, { x: 56, y: top, w: W - 76, h: narrow ? 130 : 160 }, { lo: 0, hi: T }, { lo: -c.bound, hi: c.bound });
+      ax.frame({
+        title: `score of the same two tokens, both moved on by t (m − n = ${v.m - v.n} kept)`,
+        xlabel: "t: query at m + t, key at n + t",
+        ylabel: "score ⟨q, k⟩",
+      });
+      if (v.rotation !== "correct") ax.curve(data.shifts, data.scores_correct, { color: "#999", dash: [5, 4] });
+      ax.curve(data.shifts, data.scores, { color: COLORS[2], width: 1.8 });
+      ctx.fillStyle = INK;
+      ctx.beginPath();
+      ctx.arc(ax.X(0), ax.Y(data.score), 4.5, 0, TAU);
+      ctx.fill();
+      const items = [
+        { label: "query (faint: before turning)", color: COLORS[0] },
+        { label: "key", color: COLORS[1] },
+        { label: this.names[v.rotation], color: COLORS[2] },
+      ];
+      if (v.rotation !== "correct") items.push({ label: "correct RoPE", color: "#999", dash: [5, 4] });
+      legend(ctx, 56, top + ax.box.h + 44, items);
+    },
+  },
+
+  shift: {
+    height: 430,
+    compute(v, c) {
+      const d = c.d_model;
+      const [encoding, shifted] = sinusoidal_encoding([v.position, v.position + v.offset], d, c.base);
+      const M = shift_matrix(v.offset, d, c.base);
+      const rotated = Float64Array.from(M, (row) => row.reduce((s, x, j) => s + x * encoding[j], 0));
+      const A = c.matrices[v.projection];
+      const positions = range(0, c.n_positions);
+      const here = sinusoidal_encoding(positions, d, c.base);
+      const there = sinusoidal_encoding(positions.map((p) => p + v.offset), d, c.base);
+      // PE(p)^T A PE(p + k)
+      const scores = positions.map((p) => A.reduce((s, row, i) => s + here[p][i] * row.reduce((t, a, j) => t + a * there[p][j], 0), 0));
+      return { encoding, shifted, rotated, positions, scores, score: scores[v.position] };
+    },
+    names: { identity: "A = I", commuting: "commuting part", random: "random head" },
+    label(v, data, c) {
+      const err = Math.max(...data.shifted.map((x, i) => Math.abs(x - data.rotated[i])));
+      const lo = Math.min(...data.scores);
+      const hi = Math.max(...data.scores);
+      const flat = hi - lo <= 1e-9 * Math.max(1, Math.abs(hi));
+      const along = flat ? "the same for every p" : `from ${lo.toFixed(3)} to ${hi.toFixed(3)} along p`;
+      return `p = ${v.position} · k = ${v.offset} · max |M_k PE(p) − PE(p + k)| = ${err.toExponential(1)} · ${this.names[v.projection]}: score ${data.score.toFixed(3)}, ${along}`;
+    },
+    draw(ctx, W, data, v, c) {
+      const d = c.d_model;
+      const p = v.position;
+      const k = v.offset;
+      const vec = new Axes(ctx, { x: 56, y: 26, w: W - 76, h: 140 }, { lo: -0.5, hi: d - 0.5 }, { lo: -1.2, hi: 1.2 });
+      vec.frame({
+        title: `PE(${p + k}) (line) and M_${k} PE(${p}) (rings): the same vector`,
+        xlabel: "dimension",
+        yticks: [-1, 0, 1],
+        xticks: nice_ticks(0, d - 1, W < 500 ? 3 : 8).filter((t) => Number.isInteger(t)),
+      });
+      const dims = range(0, d);
+      vec.curve(dims, data.encoding, { color: "#bbb", width: 1, dots: true });
+      vec.curve(dims, data.shifted, { color: COLORS[0], width: 1.6, dots: true });
+      vec.clip((g) => {
+        g.strokeStyle = COLORS[1];
+        g.lineWidth = 2;
+        dims.forEach((j) => {
+          g.beginPath();
+          g.arc(vec.X(j), vec.Y(data.rotated[j]), 6, 0, TAU);
+          g.stroke();
+        });
+      });
+      const [lo, hi] = c.ylim[v.projection];
+      const sc = new Axes(ctx, { x: 56, y: 234, w: W - 76, h: 130 }, { lo: 0, hi: c.n_positions - 1 }, { lo, hi });
+      sc.frame({
+        title: `PE(p)ᵀ A PE(p + ${k}) for every p, ${this.names[v.projection]}`,
+        xlabel: "position p",
+        ylabel: "score",
+      });
+      sc.curve(data.positions, data.scores, { color: COLORS[2], width: 1.8 });
+      ctx.fillStyle = COLORS[1];
+      ctx.beginPath();
+      ctx.arc(sc.X(p), sc.Y(data.score), 5, 0, TAU);
+      ctx.fill();
+      legend(ctx, 56, 412, [
+        { label: `PE(p + k)`, color: COLORS[0] },
+        { label: `M_k PE(p) (rings)`, color: COLORS[1] },
+        { label: `PE(p)`, color: "#bbb" },
+        { label: `score, p = ${p} marked`, color: COLORS[2] },
+      ]);
     },
   },
 
@@ -1207,6 +1702,22 @@ const EXPLORERS = {
       };
       data.compared = state.pinned.map((i) => c.curves[i].key);
       return data;
+    },
+    // the values of the curve shown (a choice without a curve of its own falls back: the
+    // controls then show the curve drawn); null when they are that already
+    snap(v, data, c) {
+      const out = { ...v };
+      c.controls.forEach((p, i) => {
+        if (data.shown[i] !== null) out[p.name] = data.shown[i];
+      });
+      return c.controls.some((p) => out[p.name] !== v[p.name]) ? out : null;
+    },
+    // whether option o of control i shows a curve with that option, the controls before i kept
+    // (later ones may fall back); the others are disabled
+    reachable(v, c, i, o) {
+      const want = { ...v, [c.controls[i].name]: o };
+      const key = c.curves[this.keyOf(want, c)].key;
+      return c.controls.every((p, j) => j > i || key[j] === null || key[j] === want[p.name]);
     },
     describe(key, c) {
       return c.controls
@@ -1243,6 +1754,20 @@ const EXPLORERS = {
       );
       ctx.fillStyle = "#f1f1f1";
       ctx.fillRect(ax.X(0), ax.box.y, ax.X(L) - ax.X(0), ax.box.h);
+      ctx.save();
+      ctx.font = SMALL;
+      ctx.fillStyle = MUTED;
+      ctx.textAlign = "left";
+      ctx.textBaseline = "bottom";
+      // the shaded range's label, on two lines where one is wider than the range
+      const said = `trained on 0..${L}`;
+      const bottom = ax.box.y + ax.box.h - 4;
+      if (ctx.measureText(said).width <= ax.X(L) - ax.X(0) - 8) ctx.fillText(said, ax.X(0) + 4, bottom);
+      else {
+        ctx.fillText("trained", ax.X(0) + 4, bottom - 13);
+        ctx.fillText(`on 0..${L}`, ax.X(0) + 4, bottom);
+      }
+      ctx.restore();
       const xt = [];
       const most = Math.max(2, Math.min(8, Math.floor(ax.box.w / 45))); // ticks the width holds
       for (let t = 0; t <= c.positions; t += L * Math.max(1, Math.ceil(c.positions / L / most))) {
@@ -1257,16 +1782,16 @@ const EXPLORERS = {
         ax.curve(ref.x, ref.mean, { color: "#000", dash: [5, 4], width: 1.4 });
         items.push({ label: ref.label, color: "#000", dash: [5, 4], band: true });
       }
-      state.pinned.forEach((i, j) => {
-        const cv = c.curves[i];
-        if (cv === shown) return;
-        const color = COLORS[(j + 1) % COLORS.length];
-        ax.band(cv.x, cv.low, cv.high, color);
-        ax.curve(cv.x, cv.mean, { color, width: 1.4 });
-        items.push({ label: this.describe(cv.key, c), color, band: true });
-      });
       ax.band(data.x, data.low, data.high, COLORS[0]);
       ax.curve(data.x, data.mean, { color: COLORS[0], width: 1.8 });
+      state.pinned.forEach((i, j) => {
+        // a kept curve is dashed, drawn over the one shown (the first kept is the one shown)
+        const cv = c.curves[i];
+        const color = COLORS[(j + 1) % COLORS.length];
+        if (cv !== shown) ax.band(cv.x, cv.low, cv.high, color);
+        ax.curve(cv.x, cv.mean, { color, width: 2, dash: [6, 3] });
+        items.push({ label: `kept: ${this.describe(cv.key, c)}`, color, dash: [6, 3] });
+      });
       const seeds = c.n_seeds ? `mean over ${c.n_seeds} seeds, band min to max` : "mean over seeds, band min to max";
       items.unshift({ label: `shown (${seeds})`, color: COLORS[0], band: true });
       legend(ctx, 60, 322, items);
@@ -1301,15 +1826,31 @@ function render({ model, el }) {
   const notice = element("div", { class: "posenc-hint posenc-notice", role: "status" });
   const canvas = element("canvas", { class: "posenc-canvas", role: "img" });
   const controlOf = {};
+  // a control whose largest value is another's (a head shown of n heads) follows it
+  const follow = () => {
+    for (const p of spec.params) {
+      if (!p.upto) continue;
+      const most = state.values[p.upto];
+      controlOf[p.name].limit(most);
+      if (state.values[p.name] > most) {
+        state.values = { ...state.values, [p.name]: most };
+        controlOf[p.name].show(most);
+      }
+    }
+  };
   for (const p of spec.params) {
     const ctl = new Control(p, state.values[p.name], (name, value) => {
       state.values = { ...state.values, [name]: value };
+      follow();
       update(true);
     });
     controlOf[p.name] = ctl;
     controls.append(ctl.node);
   }
+  follow();
   let compare = null;
+  // what is kept for comparison, said in words beside the buttons (the first click shows)
+  const kept = element("span", { class: "posenc-kept", "aria-live": "polite" });
   if (spec.kind === "position-loss" && c.curves.length > 1) {
     const pin = element("button", { type: "button", class: "posenc-button" }, "compare: keep this curve");
     const clear = element("button", { type: "button", class: "posenc-button" }, "clear");
@@ -1322,9 +1863,11 @@ function render({ model, el }) {
       state.pinned = [];
       update(false);
     });
-    compare = element("div", { class: "posenc-control posenc-compare" }, pin, clear);
+    compare = element("div", { class: "posenc-control posenc-compare" }, pin, clear, kept);
     controls.append(compare);
   }
+  // one line on what to try, above the controls
+  if (spec.hint) root.append(element("p", { class: "posenc-try" }, spec.hint));
   root.append(controls, notice, status, canvas);
   el.append(root);
 
@@ -1340,7 +1883,8 @@ function render({ model, el }) {
     width = W;
     // a narrow column: room above for titles in two lines, below for a second legend row
     const top = W < 500 ? 14 : 0;
-    const H = kind.height + (W < 500 ? top + 30 : 0);
+    const tall = typeof kind.height === "function" ? kind.height(W, c) : kind.height;
+    const H = tall + (W < 500 ? top + 30 : 0);
     const dpr = Math.max(1, Math.min(3, window.devicePixelRatio || 1));
     if (canvas.width !== Math.round(W * dpr)) canvas.width = Math.round(W * dpr);
     if (canvas.height !== Math.round(H * dpr)) canvas.height = Math.round(H * dpr);
@@ -1371,11 +1915,17 @@ function render({ model, el }) {
   // ought to), the explorer goes back to the values it last drew and says so: it keeps drawing.
   function update(sync) {
     const t0 = performance.now();
-    const v = state.values;
+    let v = state.values;
     let data;
     let text;
     try {
       data = kind.compute(v, c, state);
+      const snapped = kind.snap ? kind.snap(v, data, c) : null;
+      if (snapped) {
+        // the controls show what is drawn: a choice with no curve falls back, and says so
+        state.values = v = snapped;
+        for (const p of spec.params) controlOf[p.name].show(v[p.name]);
+      }
       text = kind.label(v, data, c);
       paint(data);
     } catch (err) {
@@ -1399,7 +1949,13 @@ function render({ model, el }) {
       const shown = data.shown;
       c.controls.forEach((p, i) => {
         controlOf[p.name].enable(shown[i] !== null, `${p.label} does not apply to this curve`);
+        if (shown[i] !== null) {
+          controlOf[p.name].enableOptions((o) => kind.reachable(v, c, i, o), "no curve for this choice");
+        }
       });
+      kept.textContent = state.pinned.length
+        ? `kept (dashed): ${state.pinned.map((i) => kind.describe(c.curves[i].key, c)).join("; ")}`
+        : "";
     }
     root.posenc = { spec, values: { ...v }, data, draws, ms: performance.now() - t0, model };
     root.dataset.values = JSON.stringify(v);

@@ -42,7 +42,9 @@ class Param:
     ``kind`` is ``"int"`` (every ``step``-th integer from ``lo`` to ``hi``), ``"real"`` (any
     real number from ``lo`` to ``hi``) or ``"choice"`` (one of ``options``, shown as buttons
     labelled ``labels``). ``log`` puts a number's slider on a log scale; the typed value can be
-    any allowed number either way.
+    any allowed number either way. ``upto`` (an ``"int"`` control only) names another ``"int"``
+    control whose value is this one's largest (a head shown of ``n_heads``): the browser moves
+    the slider's end with it and lowers this value when that one falls below it.
     """
 
     name: str  # keyword of Explorer.set and key of Explorer.values
@@ -55,9 +57,12 @@ class Param:
     log: bool = False
     options: tuple = ()
     labels: tuple = ()
+    upto: str | None = None
 
     def __post_init__(self) -> None:
         check.choice("kind", self.kind, KINDS)
+        if self.upto is not None and self.kind != "int":
+            raise ValueError(f"upto applies to an int control, got {self.name} of kind {self.kind}")
         self.check(self.default)
 
     def check(self, value: Any) -> Any:
@@ -83,6 +88,8 @@ class Param:
             out["options"] = [{"value": o, "label": lab} for o, lab in zip(self.options, labels)]
             return out
         out.update(min=self.lo, max=self.hi, step=self.step, log=self.log)
+        if self.upto is not None:
+            out["upto"] = self.upto
         if self.log:
             # the slider moves on log10 of the value in steps of a thousandth of a decade
             # (0.23 %); typing reaches any value, and the keys step in value (explorer.js)
@@ -115,6 +122,7 @@ class Explorer:
         compute: checked values -> :data:`Data`, computed with posenc_core.
         figure: (data, values) -> the matplotlib stand-in figure.
         alt: (values, data) -> a description of that figure.
+        hint: one line shown above the controls: what to try and what to look for.
 
     Attributes:
         params: dict name -> :class:`Param`; widget: the :class:`ExplorerWidget` shown.
@@ -132,9 +140,15 @@ class Explorer:
         compute: Callable[[dict], Data],
         figure: Callable[[Data, dict], Any],
         alt: Callable[[dict, Data], str],
+        hint: str = "",
     ) -> None:
         self.kind, self.name, self.title = kind, name, title
         self.params = {p.name: p for p in params}
+        for p in params:
+            if p.upto is not None and (
+                p.upto not in self.params or self.params[p.upto].kind != "int"
+            ):
+                raise ValueError(f"{p.name}: upto must name an int control, got {p.upto!r}")
         self._compute, self._figure, self._alt = compute, figure, alt
         self.last_error: BaseException | None = None
         self.defaults = {p.name: p.default for p in params}
@@ -142,9 +156,11 @@ class Explorer:
             "kind": kind,
             "name": name,
             "title": title,
+            "hint": str(hint),
             "params": [p.spec() for p in params],
             "consts": _json_ready(dict(consts)),
         }
+        self._checked(self.defaults)
         self.widget = ExplorerWidget(spec=spec, values=dict(self.defaults))
         self.data = self._compute(dict(self.defaults))
         self.widget.observe(self._from_browser, names="values")
@@ -230,7 +246,13 @@ class Explorer:
     # ----------------------------------------------------------------------- internals
 
     def _checked(self, values: Mapping[str, Any]) -> dict:
-        return {name: p.check(values[name]) for name, p in self.params.items()}
+        out = {name: p.check(values[name]) for name, p in self.params.items()}
+        for name, p in self.params.items():
+            if p.upto is not None and out[name] > out[p.upto]:
+                raise ValueError(
+                    f"{name} must be at most {p.upto} = {out[p.upto]}, got {out[name]}"
+                )
+        return out
 
     def _from_browser(self, change: Any) -> None:
         if change["new"] == change["old"]:

@@ -1657,7 +1657,7 @@ const EXPLORERS = {
       const [lo, hi] = c.ylim[v.projection];
       const sc = new Axes(ctx, { x: 56, y: 234, w: W - 76, h: 130 }, { lo: 0, hi: c.n_positions - 1 }, { lo, hi });
       sc.frame({
-        title: `PE(p)ᵀ A PE(p + ${k}) for every p, ${this.names[v.projection]}`,
+        title: `PE(p)ᵀ A PE(p ${k < 0 ? "−" : "+"} ${Math.abs(k)}) for every p, ${this.names[v.projection]}`,
         xlabel: "position p",
         ylabel: "score",
       });

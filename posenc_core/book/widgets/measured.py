@@ -14,7 +14,13 @@ from posenc_core import _validation as check
 from posenc_core.book.chapter_helpers import in_range
 from posenc_core.book.widgets.explorer import Data, Explorer, Param
 
-__all__ = ["position_loss_explorer", "resolve_curve"]
+__all__ = ["DEFAULT_HINT", "position_loss_explorer", "resolve_curve"]
+
+DEFAULT_HINT = (
+    "Try: press “compare: keep this curve”, then choose another; look at where each curve leaves "
+    "the shaded training range."
+)
+"""The line on what to try that :func:`position_loss_explorer` shows unless given another."""
 
 
 def resolve_curve(keys: Sequence[tuple], start: tuple, wanted: tuple, default: tuple) -> tuple:
@@ -65,6 +71,7 @@ def position_loss_explorer(
     ylim: tuple[float, float] | None = None,
     ylabel: str = "held-out loss (nats per byte)",
     name: str = "position-loss",
+    hint: str = DEFAULT_HINT,
 ) -> Explorer:
     """Per-position curves over seeds, one chosen with one to three rows of buttons, beside a
     reference: e.g. loss by position of each scheme (chapter 5) or of each long-context method,
@@ -76,6 +83,8 @@ def position_loss_explorer(
     is greyed out). Missing combinations fall back as :func:`resolve_curve` says. A control's
     keyword is its description with other characters than letters, digits and ``_`` replaced
     (``"fine-tune steps"`` -> ``fine_tune_steps``). Readers can keep curves for comparison.
+    In the browser an option with no curve for the controls before it is disabled, and after a
+    fallback the controls show the curve drawn.
 
     Data: ``shown`` (the key drawn), ``x``, ``mean``, ``low``, ``high`` ``(B,)``, and
     ``in_range``, ``beyond`` ``(S,)``: each seed's mean over [L/2, L) and over [L, P).
@@ -89,6 +98,7 @@ def position_loss_explorer(
         default: the key shown first (None: the first key).
         bucket: positions per bucket; ylim: y limits (default: every band's range).
         ylabel: the y axis label; name: the explorer's name (CSS class).
+        hint: the line above the controls on what to try (default :data:`DEFAULT_HINT`).
 
     Returns:
         an :class:`~posenc_core.book.widgets.explorer.Explorer`.
@@ -275,4 +285,4 @@ def position_loss_explorer(
         )
 
     title = f"{ylabel.capitalize()} by position, chosen by {', '.join(descriptions)}"
-    return Explorer("position-loss", name, title, params, consts, compute, figure, alt)
+    return Explorer("position-loss", name, title, params, consts, compute, figure, alt, hint)

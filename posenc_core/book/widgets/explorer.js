@@ -608,8 +608,16 @@ function legend(ctx, x, y, items) {
     line(ctx, px, py, px + 20, py);
     ctx.setLineDash([]);
     ctx.fillStyle = INK;
-    ctx.fillText(it.label, px + 26, py);
-    px += w;
+    if (px + w <= right + 14) {
+      ctx.fillText(it.label, px + 26, py);
+      px += w;
+      continue;
+    }
+    // wider than a whole row (a phone): two lines, and the next item on a row of its own
+    const lines = wrap(ctx, it.label, right - px - 26, 2);
+    lines.forEach((text, i) => ctx.fillText(text, px + 26, py + 13 * i));
+    py += 13 * (lines.length - 1);
+    px = right;
   }
   ctx.restore();
   return py;

@@ -24,6 +24,29 @@
     });
   }
 
+  /* 1b. The sidebars on a phone are the theme's modal dialogs. A tap on a section of the page
+     ("Contents", the secondary sidebar) scrolled the page to it behind the dialog, which
+     stayed open over it. A link that stays on this page now closes its dialog (the theme
+     then puts the sidebar back and returns focus to the button that opened it), and the
+     keyboard's place moves on to the section, as it would for any link to it. */
+  function closeOnSectionLink(dialogId) {
+    var dialog = document.getElementById(dialogId);
+    if (!dialog) return;
+    dialog.addEventListener("click", function (event) {
+      var link = event.target.closest && event.target.closest("a[href]");
+      if (!link || !dialog.open || !link.hash) return;
+      if (link.origin + link.pathname !== location.origin + location.pathname) return;
+      dialog.close(); // the link's own navigation then scrolls to the section
+      var target = document.getElementById(decodeURIComponent(link.hash.slice(1)));
+      if (!target) return;
+      if (target.matches("section")) target = target.querySelector("h1, h2, h3, h4, h5, h6") || target;
+      requestAnimationFrame(function () {
+        if (!target.hasAttribute("tabindex")) target.setAttribute("tabindex", "-1");
+        target.focus({preventScroll: true});
+      });
+    });
+  }
+
   /* 2. Search snippets. Sphinx's search page shows for each hit the text of the page's
      [role=main] element around the first search term, or its start when the (stemmed) term
      does not occur as written; on these pages that start is the launch buttons ("Binder",
@@ -36,6 +59,112 @@
     "#jb-print-docs-body", ".onlyprint" // the print-only "Contents" list
   ].join(",");
 
+  /* 2b. Formulas in a snippet. The snippet is the page's HTML text before MathJax has run,
+     so a formula read as its TeX: "\\(\\theta_i = b^{-2i/d}\\)". Each span.math / div.math is
+     replaced by a plain-text reading of its TeX before the text is taken: "θᵢ = b^(−2i/d)"
+     (Greek letters and operators as characters, \\frac{a}{b} as a/b, scripts as Unicode
+     sub/superscripts where every character has one, else as _(...) and ^(...)). */
+  var TEX_SYMBOLS = {
+    alpha: "α", beta: "β", gamma: "γ", delta: "δ", epsilon: "ε", varepsilon: "ε", zeta: "ζ",
+    eta: "η", theta: "θ", vartheta: "ϑ", iota: "ι", kappa: "κ", lambda: "λ", mu: "μ", nu: "ν",
+    xi: "ξ", pi: "π", rho: "ρ", sigma: "σ", tau: "τ", phi: "φ", varphi: "φ", chi: "χ",
+    psi: "ψ", omega: "ω", Gamma: "Γ", Delta: "Δ", Theta: "Θ", Lambda: "Λ", Xi: "Ξ", Pi: "Π",
+    Sigma: "Σ", Phi: "Φ", Psi: "Ψ", Omega: "Ω", cdot: "·", times: "×", le: "≤", leq: "≤",
+    ge: "≥", geq: "≥", ne: "≠", neq: "≠", approx: "≈", sim: "∼", equiv: "≡", to: "→",
+    rightarrow: "→", leftarrow: "←", Rightarrow: "⇒", mapsto: "↦", infty: "∞", sum: "Σ",
+    prod: "∏", int: "∫", in: "∈", notin: "∉", ldots: "…", dots: "…", cdots: "⋯", pm: "±",
+    mp: "∓", top: "⊤", langle: "⟨", rangle: "⟩", lVert: "‖", rVert: "‖", Vert: "‖", "|": "‖",
+    mid: "|", vert: "|", lvert: "|", rvert: "|", lfloor: "⌊", rfloor: "⌋", lceil: "⌈",
+    rceil: "⌉", partial: "∂", nabla: "∇", circ: "∘", ast: "∗", star: "⋆", prime: "′",
+    ll: "≪", gg: "≫", subset: "⊂", cup: "∪", cap: "∩", forall: "∀", exists: "∃",
+    otimes: "⊗", oplus: "⊕", odot: "⊙", propto: "∝", emptyset: "∅", quad: " ", qquad: " ",
+    ";": " ", " ": " ", ",": " ", "!": "", ":": " ", "{": "{", "}": "}", "%": "%", "_": "_",
+    "#": "#", "&": "&", "$": "$", left: "", right: "", big: "", Big: "", bigg: "", Bigg: "",
+    bigl: "", bigr: "", Bigl: "", Bigr: "", displaystyle: "", textstyle: "", limits: "",
+    nolimits: ""
+  };
+  var TEX_FRACTIONS = {frac: 1, tfrac: 1, dfrac: 1};
+  var SUP = "0⁰1¹2²3³4⁴5⁵6⁶7⁷8⁸9⁹+⁺-⁻−⁻=⁼(⁽)⁾a\u1d43b\u1d47c\u1d9cd\u1d48e\u1d49" +
+    "f\u1da0g\u1d4dh\u02b0i\u2071j\u02b2k\u1d4fl\u02e1m\u1d50n\u207fo\u1d52p\u1d56" +
+    "r\u02b3s\u02e2t\u1d57u\u1d58v\u1d5bw\u02b7x\u02e3y\u02b8z\u1dbb⊤\u1d40T\u1d40′′";
+  var SUB = "0₀1₁2₂3₃4₄5₅6₆7₇8₈9₉+₊-₋−₋=₌(₍)₎a\u2090e\u2091h\u2095i\u1d62j\u2c7c" +
+    "k\u2096l\u2097m\u2098n\u2099o\u2092p\u209ar\u1d63s\u209bt\u209cu\u1d64v\u1d65x\u2093";
+
+  function scriptMap(pairs) {
+    var map = {};
+    for (var i = 0; i < pairs.length; i += 2) map[pairs[i]] = pairs[i + 1];
+    return map;
+  }
+  var SCRIPTS = {"^": scriptMap(SUP), "_": scriptMap(SUB)};
+
+  function texToText(tex) {
+    var i = 0;
+    function group() { // one argument: {...}, \command or a character
+      while (tex[i] === " ") i++;
+      if (tex[i] === "{") {
+        i++;
+        var out = seq("}");
+        i++;
+        return out;
+      }
+      return atom();
+    }
+    function atom() {
+      var c = tex[i++];
+      if (c === undefined) return "";
+      if (c === "\\") {
+        var m = /^([A-Za-z]+|.)/.exec(tex.slice(i));
+        if (!m) return "";
+        i += m[0].length;
+        var name = m[0];
+        if (name in TEX_SYMBOLS) return TEX_SYMBOLS[name];
+        if (name in TEX_FRACTIONS) {
+          var a = group(), b = group();
+          return wrap(a) + "/" + wrap(b);
+        }
+        if (name === "sqrt") return "√" + wrap(group());
+        // \text{..}, \mathrm{..}, \operatorname{..}, \hat{..} ...: their argument; \log: "log"
+        if (tex[i] === "{") return group();
+        // a function name (\\log, \\max) keeps a space before a following letter
+        if (!/^[A-Za-z]/.test(name)) return name;
+        return /^\s*[A-Za-z0-9\\]/.test(tex.slice(i)) ? name + " " : name;
+      }
+      if (c === "^" || c === "_") return script(c, group());
+      if (c === "{") { var inner = seq("}"); i++; return inner; }
+      if (c === "~") return " ";
+      if (c === "-") return "−";
+      return c;
+    }
+    function seq(end) {
+      var out = "";
+      while (i < tex.length && tex[i] !== end) out += atom();
+      return out;
+    }
+    return seq(undefined).replace(/\s+/g, " ").replace(/([(⟨[]) | ([,.;:)⟩\]}])/g, "$1$2").trim();
+  }
+  function wrap(text) {
+    text = text.trim();
+    return /^[\w\u0370-\u03ff.′√]+$/.test(text) ? text : "(" + text + ")";
+  }
+  function script(kind, text) {
+    text = text.trim();
+    var map = SCRIPTS[kind], out = "";
+    for (var k = 0; k < text.length; k++) {
+      if (!(text[k] in map)) return kind + wrap(text);
+      out += map[text[k]];
+    }
+    return out;
+  }
+
+  function mathAsText(doc) {
+    doc.querySelectorAll("span.math, div.math").forEach(function (el) {
+      var tex = el.textContent.trim()
+        .replace(/^\\\(|\\\)$/g, "").replace(/^\\\[|\\\]$/g, "").replace(/^\$\$?|\$\$?$/g, "");
+      var text = texToText(tex);
+      el.textContent = el.tagName === "DIV" ? " " + text + " " : text;
+    });
+  }
+
   function proseSnippets() {
     // searchtools.js declares `const Search` at the top level: a global binding, not a
     // property of window
@@ -45,6 +174,7 @@
     search.htmlToText = function (htmlString, anchor) {
       var doc = new DOMParser().parseFromString(htmlString, "text/html");
       doc.querySelectorAll(NOT_PROSE).forEach(function (el) { el.remove(); });
+      mathAsText(doc);
       var text = original.call(this, doc.documentElement.outerHTML, anchor);
       return text.replace(/\s+/g, " ").trim();
     };
@@ -119,6 +249,8 @@
   function setup() {
     forwardToggle(".primary-toggle");
     forwardToggle(".secondary-toggle");
+    closeOnSectionLink("pst-primary-sidebar-modal");
+    closeOnSectionLink("pst-secondary-sidebar-modal");
     proseSnippets();
     enlargeOnTap();
     wideMath();

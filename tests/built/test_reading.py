@@ -395,6 +395,20 @@ def test_search_snippets_are_prose(open_page):
     assert not bad, [(h["href"], h["snippet"][:100]) for h in bad[:3]]
 
 
+@pytest.mark.parametrize("term", ["offset", "frequency", "slope"])
+def test_search_snippets_show_formulas_as_text_not_tex(open_page, term):
+    """A snippet is taken from the page's HTML before MathJax runs; _static/posenc.js reads
+    each formula's TeX as plain text there ("θᵢ = b^(−2i/d)", not "\\(\\theta_i = b^{-2i/d}\\)")."""
+    hits = [h for h in search(open_page, term) if h["snippet"].strip()]
+    assert hits, term
+    tex = re.compile(r"\\[()\[\]]|\\[A-Za-z]+|[_^]\{")
+    bad = [(h["href"], h["snippet"][:160]) for h in hits if tex.search(h["snippet"])]
+    maths = [h["snippet"] for h in hits if re.search(r"[α-ωᵢₖ⊤≤−]", h["snippet"])]
+    print(f"\n{term}: {len(hits)} snippets, {len(maths)} with a formula; e.g. {maths[:1]!r}")
+    assert not bad, bad[:3]
+    assert maths, "no snippet shows a formula: the search term no longer finds one"
+
+
 # --- Explorers ------------------------------------------------------------------------------
 
 

@@ -20,6 +20,8 @@ from posenc_core.book.figures.style import (
     DIVERGING,
     MIN_TEXT_PT,
     OKABE_ITO,
+    PHONE_DRAWING,
+    PHONE_WIDTH,
     SEQUENTIAL,
     as_numpy,
     first_column,
@@ -228,7 +230,11 @@ def masked_matrices_figure(
 
 
 def pair_layout_figure(
-    head_dim: int = 8, *, width: float = COLUMN_WIDTH, height: float = 2.3
+    head_dim: int = 8,
+    *,
+    width: float = COLUMN_WIDTH,
+    height: float = 2.3,
+    labels_above: bool = False,
 ) -> Figure:
     """Which dimensions of a head RoPE rotates together, in the two layouts in use.
 
@@ -240,6 +246,8 @@ def pair_layout_figure(
     Args:
         head_dim: even number of dimensions to draw, 2 to 32.
         width, height: figure size in inches.
+        labels_above: name each row above it instead of on its left (a narrow column: the
+            phone rendition draws it so).
     """
     head_dim = check.int_in_range("head_dim", head_dim, 2, 32)
     if head_dim % 2:
@@ -254,6 +262,8 @@ def pair_layout_figure(
         "interleaved: pair i = (2i, 2i+1)": (1.6, [j // 2 for j in range(head_dim)]),
         "half-split: pair i = (i, i + d/2)": (0.0, [j % half for j in range(head_dim)]),
     }
+    if labels_above:  # more room between the rows, for the names
+        rows = {k: (2.9 * (y > 0), pair_of) for k, (y, pair_of) in rows.items()}
     for label, (y, pair_of) in rows.items():
         for j, i in enumerate(pair_of):
             ax.add_patch(
@@ -283,15 +293,30 @@ def pair_layout_figure(
                     lw=1.3,
                 )
             )
-        ax.text(-0.3, y + 0.3, label, ha="right", va="center", fontsize=9)
-    ax.set(xlim=(-0.2 - 0.35 * head_dim, head_dim + 0.1), ylim=(-0.55, 2.7))
+        if labels_above:
+            arcs = 0.6 + (0.5 + 0.12 * max(b - a for a, b in _pairs(pair_of))) / 2
+            ax.text(-0.1, y + arcs + 0.15, label, ha="left", va="bottom", fontsize=9)
+        else:
+            ax.text(-0.3, y + 0.3, label, ha="right", va="center", fontsize=9)
+    if labels_above:
+        ax.set(xlim=(-0.2, head_dim + 0.1), ylim=(-0.55, 5.3))
+    else:
+        ax.set(xlim=(-0.2 - 0.35 * head_dim, head_dim + 0.1), ylim=(-0.55, 2.7))
     ax.set_aspect("equal")
     ax.axis("off")
     ax.set_title(
         f"Which dimensions rotate together (head_dim = {head_dim}; small numbers: dimension index)",
         fontsize=9,
     )
+    if not labels_above:
+        setattr(fig, PHONE_DRAWING, lambda: pair_layout_figure(
+            head_dim, width=PHONE_WIDTH, height=height * 1.6, labels_above=True))  # fmt: skip
     return fig
+
+
+def _pairs(pair_of: list[int]) -> list[tuple[int, int]]:
+    """The two dimensions of each pair, from each dimension's pair index."""
+    return [tuple(j for j, p in enumerate(pair_of) if p == i) for i in sorted(set(pair_of))]
 
 
 def t5_bucket_figure(

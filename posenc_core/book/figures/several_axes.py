@@ -17,6 +17,7 @@ from posenc_core import _validation as check
 from posenc_core.book.figures.style import (
     COLUMN_WIDTH,
     OKABE_ITO,
+    REMAKE_LEGEND,
     SEQUENTIAL,
     as_numpy,
     new_figure,
@@ -104,14 +105,14 @@ def pair_axis_figure(
     ax.grid(which="minor", axis="x", color="white", lw=0.4)
     ax.set_xlabel("pair index i (within each axis's run of pairs, frequency falls left to right)")
     handles = [Patch(color=c, label=_AXIS_NAMES.get(a, a)) for a, c in zip(names, colours)]
-    ax.legend(
-        handles=handles,
-        loc="lower center",
-        bbox_to_anchor=(0.5, 1.0),
-        ncol=len(names),
-        fontsize=8,
-        frameon=False,
-    )
+
+    def legend(ncol: int):
+        made = ax.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 1.0),
+                         ncol=ncol, fontsize=8, frameon=False)  # fmt: skip
+        setattr(made, REMAKE_LEGEND, legend)  # fewer columns in the phone rendition
+        return made
+
+    legend(len(names))
     return fig
 
 

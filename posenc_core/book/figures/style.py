@@ -8,6 +8,7 @@ Book layer: imports the core, torch, numpy and matplotlib.
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Sequence
 
 import matplotlib.pyplot as plt
@@ -28,6 +29,8 @@ __all__ = [
     "PHONE_WIDTH",
     "PHONE_CHUNK",
     "KEEP_COLUMNS",
+    "PHONE_DRAWING",
+    "REMAKE_LEGEND",
     "smallest_text_pt",
     "drawn_text_pt",
     "figure_for_display",
@@ -137,12 +140,17 @@ def phone_rendition(fig: Figure) -> bytes:
     """``fig`` redrawn for a phone's text column, as a PNG like :func:`figure_for_display`'s.
 
     The same figure at the same point sizes, at most ``PHONE_WIDTH`` inches wide (tight
-    bounding box): a grid of panels side by side is laid out as one column (a column that
-    holds only a colour bar stays beside its plot), legends get fewer columns until they fit,
-    and long titles and labels wrap. ``fig`` is restored afterwards.
+    bounding box): a grid of panels side by side is laid out as one column (unless the figure
+    sets ``KEEP_COLUMNS``), legends that can be remade (``REMAKE_LEGEND``) get fewer columns
+    until they fit, long titles, labels and y tick labels wrap, and x tick labels that run
+    into each other are thinned. ``fig`` is restored afterwards. A figure that sets
+    ``PHONE_DRAWING`` is drawn again by that function instead.
     """
     if not isinstance(fig, Figure):
         raise TypeError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
+    make = getattr(fig, PHONE_DRAWING, None)
+    if make is not None:
+        fig = make()
     with _phone_layout(fig):
         return _png(fig)
 
@@ -192,17 +200,14 @@ def _phone_layout(fig: Figure):
     size = fig.get_size_inches().copy()
     specs = [(ax, ax.get_subplotspec()) for ax in fig.axes if ax.get_subplotspec() is not None]
     in_layout = [(ax, ax.get_in_layout()) for ax, _ in specs]
-    legends = list(fig.legends)
-    texts = [t for ax in fig.axes for t in (ax.title, ax._left_title, ax._right_title)]
-    texts += [t for t in (fig._suptitle, fig._supxlabel, fig._supylabel) if t is not None]
-    wraps = [(t, t.get_wrap()) for t in texts]
+    undo: list = []  # what _wrap_long_texts and _thin_ticks changed, as calls that put it back
     ylabels = [(ax, ax.get_ylabel(), ax.yaxis.get_tick_params()["labelleft"]) for ax, _ in specs]
     try:
         rows = _one_column(fig, specs)
         fig.set_size_inches(PHONE_WIDTH, size[1] * rows)
-        for t, _ in wraps:
-            t.set_wrap(True)
-        _fit_legends(fig)
+        _fit_legends(fig, undo)
+        _wrap_long_texts(fig, undo)
+        _thin_ticks(fig, undo)
         room = PHONE_WIDTH - 2 * plt.rcParams["savefig.pad_inches"]  # the tight box's margin
         for _ in range(4):  # text that sticks out (a long tick label): narrow the figure
             fig.draw_without_rendering()
@@ -219,13 +224,21 @@ def _phone_layout(fig: Figure):
             ax.set_subplotspec(spec)
         for ax, flag in in_layout:
             ax.set_in_layout(flag)
-        fig.legends[:] = legends
-        for t, wrap in wraps:
-            t.set_wrap(wrap)
+        for put_back in reversed(undo):
+            put_back()
         for ax, label, ticks in ylabels:
             ax.set_ylabel(label)
             ax.tick_params(axis="y", labelleft=ticks)
         fig.set_size_inches(size)
+        # constrained layout starts from where the axes are and converges in a few draws
+        for _ in range(3):
+            fig.draw_without_rendering()
+
+
+PHONE_DRAWING = "_posenc_phone_drawing"
+"""Attribute of a figure: a function of no arguments that draws the figure again for the
+phone (``PHONE_WIDTH`` wide), where the same drawing in one column would not do (a diagram
+whose labels sit beside it, say)."""
 
 
 KEEP_COLUMNS = "_posenc_phone_keep_columns"
@@ -237,20 +250,106 @@ def _legends(fig: Figure) -> list:
     return [*fig.legends, *(ax.get_legend() for ax in fig.axes if ax.get_legend() is not None)]
 
 
-def _fit_legends(fig: Figure) -> None:
-    """Fewer columns for each legend of :func:`legend_below`, one at a time, until it is
-    narrower than the figure. matplotlib packs a legend's columns when it is made, so a
-    narrower one is made again from its handles (``fig.legends`` is restored afterwards)."""
-    for i, leg in enumerate(fig.legends):
-        remake = getattr(leg, "_posenc_remake", None)
-        while remake and leg._ncols > 1:
+REMAKE_LEGEND = "_posenc_remake"
+"""Attribute of a legend: a function of a column count that makes the same legend again with
+that many columns (matplotlib packs a legend's columns when it is made). The phone rendition
+calls it for a legend wider than the figure; :func:`legend_below` sets it."""
+
+
+def _fit_legends(fig: Figure, undo: list) -> None:
+    """Fewer columns for each legend that can be remade (``REMAKE_LEGEND``), one at a time,
+    until it lies within the figure's width."""
+    for ax, leg in [(None, leg) for leg in fig.legends] + [
+        (ax, ax.get_legend()) for ax in fig.axes
+    ]:
+        remake = getattr(leg, REMAKE_LEGEND, None)
+        if remake is None:
+            continue
+        if ax is None:
+            undo.append(functools.partial(fig.legends.__setitem__, slice(None), list(fig.legends)))
+        else:
+            undo.append(functools.partial(setattr, ax, "legend_", leg))
+        while leg._ncols > 1:
             fig.draw_without_rendering()
-            if leg.get_window_extent().width <= 0.98 * fig.bbox.width:
+            box = leg.get_window_extent()
+            if box.x0 >= 0 and box.x1 <= fig.bbox.width and box.width <= 0.98 * fig.bbox.width:
                 break
-            handles, labels = remake
-            narrower = legend_below(fig, handles, labels, ncol=leg._ncols - 1)
-            fig.legends.remove(narrower)
-            fig.legends[i] = leg = narrower
+            narrower = remake(leg._ncols - 1)
+            if ax is None:  # a figure's legend: in the old one's place
+                fig.legends.remove(narrower)
+                fig.legends[fig.legends.index(leg)] = narrower
+            leg = narrower
+
+
+def _wrap_long_texts(fig: Figure, undo: list) -> None:
+    """Break titles, axis labels and long y tick labels that are wider than their room into
+    lines at spaces. The room: a title or an x label its axes' width plus a little, a y label
+    its axes' height, a y tick label a third of the figure, a figure title the figure."""
+    from matplotlib.ticker import FuncFormatter
+
+    fig.draw_without_rendering()
+    width = fig.bbox.width
+    items = [(t, 0.95 * width) for t in (fig._suptitle, fig._supxlabel) if t is not None]
+    for ax in fig.axes:
+        if not ax.get_visible():
+            continue
+        box = ax.get_window_extent()
+        room = box.width + 0.1 * width
+        items += [(t, room) for t in (ax.title, ax._left_title, ax._right_title, ax.xaxis.label)]
+        items.append((ax.yaxis.label, box.height))
+    for text, room in items:
+        if text.get_rotation() not in (90, 270) and text.get_text():
+            box = text.get_window_extent()  # centred text grows both ways: the nearer edge
+            middle = (box.x0 + box.x1) / 2
+            room = min(room, 0.95 * 2 * min(middle, width - middle))
+        wrapped = _wrapped(text, room)
+        if wrapped is not None:
+            undo.append(functools.partial(text.set_text, text.get_text()))
+            text.set_text(wrapped)
+    for ax in fig.axes:  # tick labels are written by the axis's formatter at every draw
+        if not ax.get_visible():
+            continue
+        labels = {t.get_text(): _wrapped(t, width / 3) for t in ax.get_yticklabels()}
+        labels = {k: v for k, v in labels.items() if v}
+        if labels:
+            formatter = ax.yaxis.get_major_formatter()
+            undo.append(functools.partial(ax.yaxis.set_major_formatter, formatter))
+            ax.yaxis.set_major_formatter(FuncFormatter(
+                lambda x, pos, f=formatter, new=labels: new.get(f(x, pos), f(x, pos))))  # fmt: skip
+
+
+def _wrapped(text, room: float) -> str | None:
+    """``text``'s words in lines that fit ``room`` display px, or None if it fits as it is."""
+    import textwrap
+
+    words = text.get_text()
+    if not text.get_visible() or " " not in words or "$" in words or "\n" in words:
+        return None
+    box = text.get_window_extent()
+    size = box.height if text.get_rotation() in (90, 270) else box.width
+    if size <= room:
+        return None
+    return textwrap.fill(words, max(6, int(len(words) * room / size)))
+
+
+def _thin_ticks(fig: Figure, undo: list) -> None:
+    """Where an axes' x tick labels run into each other, keep every second (third, ...) one."""
+    fig.draw_without_rendering()
+    for ax in fig.axes:
+        if not ax.get_visible():
+            continue
+        labels = [t for t in ax.get_xticklabels() if t.get_visible() and t.get_text()]
+        boxes = [t.get_window_extent() for t in labels]
+        for step in range(1, len(labels)):
+            kept = boxes[::step]
+            if all(a.x1 + 2 <= b.x0 for a, b in zip(kept, kept[1:])):
+                break
+        else:
+            continue
+        for i, t in enumerate(labels):
+            if i % step:
+                t.set_visible(False)
+                undo.append(functools.partial(t.set_visible, True))
 
 
 def _one_column(fig: Figure, specs: list) -> float:
@@ -354,7 +453,7 @@ def legend_below(fig: Figure, handles=None, labels=None, *, ax=None, ncol: int |
     ncol = ncol or min(len(handles), 3)
     legend = fig.legend(handles, labels, loc="outside lower center", ncol=ncol, fontsize=8,
                         frameon=False)  # fmt: skip
-    legend._posenc_remake = (handles, labels)  # for a narrower one in the phone rendition
+    setattr(legend, REMAKE_LEGEND, lambda n: legend_below(fig, handles, labels, ncol=n))
     return legend
 
 

@@ -26,9 +26,10 @@
 
   /* 1b. The sidebars on a phone are the theme's modal dialogs. A tap on a section of the page
      ("Contents", the secondary sidebar) scrolled the page to it behind the dialog, which
-     stayed open over it. A link that stays on this page now closes its dialog (the theme
-     then puts the sidebar back and returns focus to the button that opened it), and the
-     keyboard's place moves on to the section, as it would for any link to it. */
+     stayed open over it. A link that stays on this page now closes its dialog first; once
+     the theme has put the sidebar back and returned the focus to the button that opened it
+     (its own "close" handler, which would otherwise scroll the page back to that button),
+     the page goes to the section and the keyboard's place moves on to its heading. */
   function closeOnSectionLink(dialogId) {
     var dialog = document.getElementById(dialogId);
     if (!dialog) return;
@@ -36,15 +37,20 @@
       var link = event.target.closest && event.target.closest("a[href]");
       if (!link || !dialog.open || !link.hash) return;
       if (link.origin + link.pathname !== location.origin + location.pathname) return;
-      dialog.close(); // the link's own navigation then scrolls to the section
       var target = document.getElementById(decodeURIComponent(link.hash.slice(1)));
       if (!target) return;
-      if (target.matches("section")) target = target.querySelector("h1, h2, h3, h4, h5, h6") || target;
-      requestAnimationFrame(function () {
-        if (!target.hasAttribute("tabindex")) target.setAttribute("tabindex", "-1");
-        target.focus({preventScroll: true});
-      });
-    });
+      event.preventDefault();
+      dialog.addEventListener("close", function () {
+        if (location.hash === link.hash) target.scrollIntoView();
+        else location.hash = link.hash;
+        var heading = target.matches("section")
+          ? target.querySelector("h1, h2, h3, h4, h5, h6") || target : target;
+        if (!heading.hasAttribute("tabindex")) heading.setAttribute("tabindex", "-1");
+        heading.focus({preventScroll: true});
+      }, {once: true});
+      dialog.close();
+    }, true); // before the theme's own click handler, which closes the dialog on a click
+    // outside it, as it takes a link followed with Enter (a click at 0, 0) to be
   }
 
   /* 2. Search snippets. Sphinx's search page shows for each hit the text of the page's

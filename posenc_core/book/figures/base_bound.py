@@ -101,10 +101,13 @@ def base_bound_figure(
     for name, (context, base) in (models or {}).items():
         top.scatter([context], [base], marker="*", s=90, color=OKABE_ITO[2], zorder=6,
                     label="a model's base" if name == next(iter(models)) else None)  # fmt: skip
-        right = context >= x.max()  # label the last column's stars on their left
-        top.annotate(name, (context, base), xytext=(-7, -3) if right else (5, 4),
-                     textcoords="offset points", ha="right" if right else "left",
-                     va="top" if right else "bottom", fontsize=8, color="0.15")  # fmt: skip
+        # a star in the last column is labelled well below it, clear of the line, with a tick
+        last = context >= x.max()
+        tick = {"arrowstyle": "-", "lw": 0.6, "color": "0.45"} if last else None
+        top.annotate(name, (context, base), xytext=(2, -36) if last else (5, 4),
+                     textcoords="offset points", ha="right" if last else "left",
+                     va="top" if last else "bottom", fontsize=8, color="0.15",
+                     arrowprops=tick)  # fmt: skip
     for ax in (top, bottom):
         ax.set_xscale("log", base=2)
         ax.set_xticks(x, [f"{int(c) // 1024}K" if c % 1024 == 0 else f"{int(c)}" for c in x])

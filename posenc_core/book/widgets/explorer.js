@@ -559,7 +559,7 @@ function colour_bar(ctx, box, lo, hi, direction, title) {
   ctx.fillStyle = MUTED;
   ctx.strokeStyle = MUTED;
   const at = (t) => (vertical ? box.y + box.h - ((t - lo) / (hi - lo)) * box.h : box.x + ((t - lo) / (hi - lo)) * box.w);
-  const ticks = nice_ticks(lo, hi, vertical ? 5 : Math.max(2, Math.floor(box.w / 70)));
+  const ticks = nice_ticks(lo, hi, vertical ? 5 : Math.max(3, Math.floor(box.w / 50)));
   for (const t of ticks) {
     const u = at(t);
     if (vertical) {
@@ -1363,7 +1363,7 @@ const EXPLORERS = {
 
   "patch-scores": {
     height(W) {
-      return Math.round(this.size(W) + (W < 500 ? 110 : 96));
+      return Math.round(this.size(W) + (W < 500 ? 94 : 96));
     },
     compute(v, c) {
       const n = c.grid;
@@ -1394,8 +1394,9 @@ const EXPLORERS = {
       const size = this.size(W);
       const narrow = W < 500;
       const titles = narrow ? ["axial 2-D", "1-D, raster order"] : ["axial 2-D RoPE", "1-D RoPE on the raster order"];
+      const y0 = narrow ? 28 : 44; // a narrow canvas already starts lower (render's `top`)
       [data.axial, data.raster].forEach((g, j) => {
-        const box = { x: 24 + j * (size + 40), y: 44, w: size, h: size };
+        const box = { x: 24 + j * (size + 40), y: y0, w: size, h: size };
         heatmap(ctx, box, g, c.vlim[0], c.vlim[1]);
         ctx.strokeStyle = "#999";
         ctx.lineWidth = 1;
@@ -1411,14 +1412,14 @@ const EXPLORERS = {
       });
       const [lo, hi] = c.vlim;
       const bar = narrow
-        ? { x: 24, y: 44 + size + 16, w: 2 * size + 40, h: 10 }
-        : { x: 24 + 2 * size + 40 + 18, y: 44, w: 12, h: size };
+        ? { x: 24, y: y0 + size + 16, w: 2 * size + 40, h: 10 }
+        : { x: 24 + 2 * size + 40 + 18, y: y0, w: 12, h: size };
       colour_bar(ctx, bar, lo, hi, narrow ? "horizontal" : "vertical", narrow ? "score q · k" : "q · k");
       ctx.font = SMALL;
       ctx.fillStyle = MUTED;
       ctx.textAlign = "left";
       ctx.textBaseline = "alphabetic";
-      const below = narrow ? bar.y + bar.h + 40 : 44 + size + 22;
+      const below = narrow ? bar.y + bar.h + 40 : y0 + size + 22;
       ctx.fillText(`query patch (outlined) at row ${v.row}, column ${v.col}`, 24, below);
       ctx.fillText("one colour scale for both grids and every query patch", 24, below + 16);
     },

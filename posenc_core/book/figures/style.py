@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 from collections.abc import Sequence
 
 import matplotlib.pyplot as plt
@@ -329,7 +330,12 @@ def _wrapped(text, room: float) -> str | None:
     size = box.height if text.get_rotation() in (90, 270) else box.width
     if size <= room:
         return None
-    return textwrap.fill(words, max(6, int(len(words) * room / size)))
+    lines = math.ceil(size / room)  # as few lines as fit, of about equal length
+    for chars in range(math.ceil(len(words) / lines), len(words) + 1):
+        wrapped = textwrap.wrap(words, chars)
+        if len(wrapped) <= lines:
+            return "\n".join(wrapped)
+    return None
 
 
 def _thin_ticks(fig: Figure, undo: list) -> None:

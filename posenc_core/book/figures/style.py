@@ -87,7 +87,7 @@ TEXT_SIZE_KEY = "posenc:smallest-text-pt"
 # inches wide at DISPLAY_DPI fits it unshrunk, and still shows 7 pt text at 9 px or more on a
 # 360 px phone (312 / 330 x 9.7 px).
 PHONE_WIDTH = 3.3
-"""Width in inches of a figure's phone rendition (:func:`phone_rendition`)."""
+"""Width in inches of a figure's phone rendition, drawn by :func:`phone_rendition`."""
 
 
 PHONE_CHUNK = b"poPh"
@@ -237,8 +237,8 @@ def _phone_layout(fig: Figure):
 
 
 PHONE_DRAWING = "_posenc_phone_drawing"
-"""Attribute of a figure: a function of no arguments that draws the figure again for the
-phone (``PHONE_WIDTH`` wide), where the same drawing in one column would not do (a diagram
+"""Attribute of a figure that holds a function of no arguments drawing the figure again for
+the phone (``PHONE_WIDTH`` wide), where the same drawing in one column would not do (a diagram
 whose labels sit beside it, say)."""
 
 
@@ -252,9 +252,9 @@ def _legends(fig: Figure) -> list:
 
 
 REMAKE_LEGEND = "_posenc_remake"
-"""Attribute of a legend: a function of a column count that makes the same legend again with
-that many columns (matplotlib packs a legend's columns when it is made). The phone rendition
-calls it for a legend wider than the figure; :func:`legend_below` sets it."""
+"""Attribute of a legend that holds a function of a column count making the same legend again
+with that many columns (matplotlib packs a legend's columns when it is made). The phone
+rendition calls it for a legend wider than the figure, and :func:`legend_below` sets it."""
 
 
 def _fit_legends(fig: Figure, undo: list) -> None:

@@ -221,29 +221,61 @@
     });
   }
 
-  /* 4. Wide inline formulas (see span.math.posenc-wide-math in posenc.css). A formula is
-     measured whenever its span changes size: once MathJax has typeset it, when a collapsed
-     block around it opens, when the window narrows; and once more when MathJax's fonts are
-     in. All widths are read first, then the classes set, so the page is laid out once. */
+  /* 4. Wide formulas (posenc.css). An inline formula wider than its span gets the class
+     posenc-wide-math and scrolls in its own box; a display formula scrolls in its own box
+     already. Either fades out at an edge past which more of it is hidden (posenc-more-right,
+     posenc-more-left, updated as it scrolls): on a phone nothing else shows that it goes on,
+     since the scrollbar appears only while it moves. A formula is measured whenever its
+     span or div.math changes size: once MathJax has typeset it, when a collapsed block
+     around it opens, when the window narrows; and once more when MathJax's fonts are in.
+     Widths are read before classes are set, so the page is laid out once per step. */
+  var MORE_PX = 6; // hidden this far or less, an edge does not fade (glyphs poke out a little)
+
+  function markMore(box, state) {
+    box.classList.toggle("posenc-more-right", state[0] > MORE_PX);
+    box.classList.toggle("posenc-more-left", state[1] > MORE_PX);
+  }
+
+  function scrollState(box) {
+    return [box.scrollWidth - box.clientWidth - box.scrollLeft, box.scrollLeft];
+  }
+
+  function onFormulaScroll(event) {
+    markMore(event.currentTarget, scrollState(event.currentTarget));
+  }
+
   function markWideMath() {
     var spans = Array.prototype.slice.call(document.querySelectorAll("span.math"));
     var wide = spans.map(function (span) {
       var math = span.querySelector("mjx-math");
       return !!math && math.getBoundingClientRect().width > span.clientWidth + 1;
     });
-    spans.forEach(function (span, i) { span.classList.toggle("posenc-wide-math", wide[i]); });
+    spans.forEach(function (span, i) {
+      span.classList.toggle("posenc-wide-math", wide[i]);
+      if (!wide[i]) span.classList.remove("posenc-more-right", "posenc-more-left");
+    });
+    var boxes = Array.prototype.slice.call(document.querySelectorAll(
+      "span.math.posenc-wide-math, mjx-container[jax='CHTML'][display='true']"));
+    var states = boxes.map(scrollState);
+    boxes.forEach(function (box, i) {
+      markMore(box, states[i]);
+      if (!box.posencScrollWatched) {
+        box.addEventListener("scroll", onFormulaScroll, {passive: true});
+        box.posencScrollWatched = true;
+      }
+    });
   }
 
   function wideMath() {
-    var spans = document.querySelectorAll("span.math");
-    if (!spans.length || typeof ResizeObserver === "undefined") return;
+    var holders = document.querySelectorAll("span.math, div.math");
+    if (!holders.length || typeof ResizeObserver === "undefined") return;
     var frame = null;
     var observer = new ResizeObserver(function () {
       if (frame === null) {
         frame = requestAnimationFrame(function () { frame = null; markWideMath(); });
       }
     });
-    spans.forEach(function (span) { observer.observe(span); });
+    holders.forEach(function (holder) { observer.observe(holder); });
     window.addEventListener("load", function () {
       var mj = window.MathJax;
       if (mj && mj.startup && mj.startup.promise) {

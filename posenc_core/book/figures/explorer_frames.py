@@ -261,7 +261,8 @@ def rope_pair_figure(
         q, k: ``(d,)`` the vectors before the rotation (faint); q_rot, k_rot: after it.
         shifts: ``(T,)`` shifts t; curves: label -> ``(T,)`` score at (m + t, n + t), the first
             solid, the others dashed.
-        title: the figure's title; bound: the score axis' half range (|q| |k|).
+        title: the figure's title; bound: the score axis' half range (the norm of q times the
+            norm of k).
         width, height: the figure's size in inches.
 
     Returns:

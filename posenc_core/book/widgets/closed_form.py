@@ -675,7 +675,7 @@ def shift_explorer(
         d_model: width, an even integer in 2..64.
         base: frequency base, finite and > 1.
         n_positions: positions p' of the score curve, 2..1024.
-        max_offset: largest |k|, 1..1024.
+        max_offset: largest abs(k), 1..1024.
         head_dim: width of the random head, 1..d_model.
         seed: the random head's seed.
 

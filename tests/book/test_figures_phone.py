@@ -68,6 +68,7 @@ CALLS = {
         vlines={"L = 64": 64.0},
         hlines={"uniform": 0.1},
         logy=True,
+        legend_loc="lower left",
     ),
     "wavelength_figure": lambda: figures.wavelength_figure(
         64, [100.0, 10000.0, 500000.0], lengths={"L = 512": 512, "L = 4096": 4096}

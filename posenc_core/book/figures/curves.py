@@ -16,6 +16,7 @@ from matplotlib.ticker import FuncFormatter
 
 from posenc_core import _validation as check
 from posenc_core.book.figures.style import (
+    BELOW_ON_PHONE,
     COLUMN_WIDTH,
     KEEP_COLUMNS,
     OKABE_ITO,
@@ -129,7 +130,8 @@ def marked_curves_figure(
     if legend_loc == "below":
         legend_below(fig)
     else:
-        ax.legend(fontsize=8, frameon=False, loc=legend_loc)
+        legend = ax.legend(fontsize=8, frameon=False, loc=legend_loc)
+        setattr(legend, BELOW_ON_PHONE, True)  # a phone's narrower plot has no free corner
     return fig
 
 

@@ -15,6 +15,7 @@ from matplotlib.patches import Patch
 
 from posenc_core import _validation as check
 from posenc_core.book.figures.style import (
+    BELOW_ON_PHONE,
     COLUMN_WIDTH,
     OKABE_ITO,
     REMAKE_LEGEND,
@@ -167,8 +168,9 @@ def pair_usage_figure(
     left.set(xlabel="pair (top) and its wavelength (bottom)", ylabel="share of |q| |k|")
     handles, _ = left.get_legend_handles_labels()
     hatched = Patch(facecolor="white", edgecolor=OKABE_ITO[0], hatch="//")
-    left.legend([*handles, hatched], [f"uniform, 1/{n}", "at most 1/8 turn within L"],
-                fontsize=7.5, frameon=False)  # fmt: skip
+    legend = left.legend([*handles, hatched], [f"uniform, 1/{n}", "at most 1/8 turn within L"],
+                         fontsize=7.5, frameon=False)  # fmt: skip
+    setattr(legend, BELOW_ON_PHONE, True)
     left.grid(alpha=0.3, axis="y")
     rows = a[seed].reshape(-1, n)
     im = right.imshow(rows, cmap=SEQUENTIAL, aspect="auto", vmin=0)

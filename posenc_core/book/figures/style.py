@@ -32,6 +32,7 @@ __all__ = [
     "KEEP_COLUMNS",
     "PHONE_DRAWING",
     "REMAKE_LEGEND",
+    "BELOW_ON_PHONE",
     "smallest_text_pt",
     "drawn_text_pt",
     "figure_for_display",
@@ -206,6 +207,7 @@ def _phone_layout(fig: Figure):
     try:
         rows = _one_column(fig, specs)
         fig.set_size_inches(PHONE_WIDTH, size[1] * rows)
+        _legends_below(fig, undo)
         _fit_legends(fig, undo)
         _wrap_long_texts(fig, undo)
         _thin_ticks(fig, undo)
@@ -255,6 +257,24 @@ REMAKE_LEGEND = "_posenc_remake"
 """Attribute of a legend that holds a function of a column count making the same legend again
 with that many columns (matplotlib packs a legend's columns when it is made). The phone
 rendition calls it for a legend wider than the figure, and :func:`legend_below` sets it."""
+
+
+BELOW_ON_PHONE = "_posenc_below_on_phone"
+"""Attribute of a legend inside an axes (True) that the phone rendition shows under the plot
+instead, where the narrower axes leave it no free corner."""
+
+
+def _legends_below(fig: Figure, undo: list) -> None:
+    """Each axes legend marked ``BELOW_ON_PHONE`` hidden, and the same entries below the plot."""
+    for ax in fig.axes:
+        leg = ax.get_legend()
+        if leg is None or not getattr(leg, BELOW_ON_PHONE, False):
+            continue
+        labels = [t.get_text() for t in leg.texts]
+        below = legend_below(fig, leg.legend_handles, labels)
+        leg.set_visible(False)
+        undo.append(functools.partial(leg.set_visible, True))
+        undo.append(functools.partial(fig.legends.remove, below))
 
 
 def _fit_legends(fig: Figure, undo: list) -> None:

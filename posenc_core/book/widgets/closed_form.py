@@ -818,8 +818,8 @@ def rope_pair_explorer(
         "key-unrotated": ("interleaved", None),
     }
     params = [
-        Param("m", "query position m", "int", min(5, top), 0, top),
-        Param("n", "key position n", "int", min(2, top), 0, top),
+        Param("m", "m (query)", "int", min(5, top), 0, top),
+        Param("n", "n (key)", "int", min(2, top), 0, top),
         Param(
             "rotation",
             "rotation",

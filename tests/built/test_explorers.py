@@ -199,7 +199,7 @@ def test_every_control_recomputes_what_posenc_core_computes(page, server, chapte
                         assert after["canvas"] != before["canvas"], (kind, p_spec["name"], value)
                     check(after, reference)
                     tried += 1
-                assert tried >= min(2, buttons.count())
+                assert tried == len(enabled) >= 1
                 continue
             for value in number_values(p_spec):
                 before = state(root)
@@ -321,7 +321,12 @@ EVERY_ENABLED_OPTION = """root => {
 }"""
 
 
-@pytest.mark.parametrize("chapter", PAGES)
+MEASURED_PAGES = [
+    c for c in PAGES if '"kind": "position-loss"' in (HTML / "chapters" / f"{c}.html").read_text()
+]
+
+
+@pytest.mark.parametrize("chapter", MEASURED_PAGES)
 def test_no_enabled_option_of_a_measured_explorer_does_nothing(page, server, chapter):
     """Issue 39's acceptance: no control that does nothing without being disabled. In chapter
     7c 32 of 50 states had no curve (grey "no curve for this combination")."""
@@ -335,8 +340,7 @@ def test_no_enabled_option_of_a_measured_explorer_does_nothing(page, server, cha
     roots = p.locator(".posenc-explorer")
     measured = [i for i in range(n) if roots.nth(i).evaluate("r => r.posenc.spec.kind")
                 == "position-loss"]  # fmt: skip
-    if not measured:
-        pytest.skip(f"{chapter} has no measured explorer")
+    assert measured
     for i in measured:
         got = roots.nth(i).evaluate(EVERY_ENABLED_OPTION)
         assert got["clicks"] >= 2 and got["problems"] == [], (chapter, i, got["problems"][:5])

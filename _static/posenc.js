@@ -192,8 +192,13 @@
      is shown smaller than it was drawn opens it at its drawn size in a dialog that scrolls
      sideways; a second tap (or Escape) closes it. */
   function drawnWidth(img) {
+    // MyST-NB writes the drawn size into the style; a figure with a phone rendition
+    // (_ext/figure_renditions.py, a <picture>) carries it as width and height attributes
+    // of its <img>, whose src stays the full drawing (currentSrc is the phone's)
     var match = /width:\s*(\d+)px/.exec(img.getAttribute("style") || "");
-    return match ? parseInt(match[1], 10) : img.naturalWidth;
+    if (match) return parseInt(match[1], 10);
+    var width = parseInt(img.getAttribute("width") || "", 10);
+    return width > 0 ? width : img.naturalWidth;
   }
 
   function enlargeOnTap() {
@@ -209,7 +214,7 @@
         var dialog = document.createElement("dialog");
         dialog.className = "posenc-zoom";
         var big = document.createElement("img");
-        big.src = img.src;
+        big.src = img.src; // the full drawing, also where the phone's rendition is shown
         big.alt = img.alt;
         big.style.width = full + "px";
         dialog.appendChild(big);

@@ -95,7 +95,8 @@ def test_split_images_writes_the_phone_file_and_pages_get_a_picture(tmp_path, ca
     assert page == (
         f'<p><picture><source media="(max-width: {breakpoint}px)" '
         f'srcset="../_images/abc.phone.png" width="{w}" height="{h}">'
-        '<img alt="A figure" src="../_images/abc.png" width="671" height="271" /></picture>'
+        '<img alt="A figure" src="../_images/abc.png" style="width: 671px; height: 271px;" />'
+        "</picture>"
         '<img alt="plain" src="../_images/plain.png" style="width: 300px; height: 100px;" /></p>'
     )
     assert renditions.picture_html(page, found) == page  # done once

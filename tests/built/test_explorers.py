@@ -382,8 +382,8 @@ def test_without_javascript_each_explorer_is_a_figure_with_a_caption(browser, se
 
 
 # Records every text the explorers' canvases draw that was cut short with an ellipsis, and
-# every unrotated text that runs past the canvas's left or right edge (chapter 2's unit circle
-# drew its matrix past a phone's column).
+# every unrotated text that runs past the canvas's edge (chapter 2's unit circle drew its
+# matrix past a phone's column; a second legend row fell below the canvas).
 RECORD_CUT_TEXT = """(() => {
   window.__cut = [];
   window.__over = [];
@@ -397,7 +397,9 @@ RECORD_CUT_TEXT = """(() => {
       const left = (t.e + t.a * (x - shift)) / t.a;
       const right = left + w;
       const width = this.canvas.width / t.a;
-      if (left < -0.5 || right > width + 0.5) window.__over.push(String(text));
+      const y = (t.f + t.d * rest[0]) / t.d; // the text's reference line, in CSS pixels
+      const below = y + 4 > this.canvas.height / t.d || y - 4 < 0; // a line of 11-13 px fonts
+      if (left < -0.5 || right > width + 0.5 || below) window.__over.push(String(text));
     }
     return draw.call(this, text, x, ...rest);
   };

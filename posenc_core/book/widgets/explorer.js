@@ -1426,7 +1426,7 @@ const EXPLORERS = {
   },
 
   alibi: {
-    height: (W) => (W < 560 ? 560 : 340),
+    height: (W) => (W < 560 ? 560 : 360),
     compute(v) {
       const slopes = alibi_slopes(v.heads);
       const m = slopes[v.head - 1];

@@ -101,6 +101,7 @@ DOT = bytes.fromhex(
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     from sphinx.application import Sphinx
+    from sphinx.util.docutils import docutils_namespace
 
     src = tmp_path_factory.mktemp("src")
     for name, text in PAGES.items():
@@ -112,10 +113,13 @@ def built(tmp_path_factory):
         encoding="utf-8",
     )
     out = src / "_build"
-    app = Sphinx(
-        str(src), str(src), str(out), str(out / ".doctrees"), "html", status=None, freshenv=True
-    )
-    app.build()
+    # docutils_namespace: Sphinx registers its directives (math, ...) in docutils' global
+    # tables; without it they stay there and break plain docutils parsing in later tests
+    with docutils_namespace():
+        app = Sphinx(
+            str(src), str(src), str(out), str(out / ".doctrees"), "html", status=None, freshenv=True
+        )
+        app.build()
     return {name: (out / f"{name}.html").read_text(encoding="utf-8") for name in PAGES}
 
 

@@ -6,8 +6,9 @@
 - ``geometry``: the unit circle;
 - ``several_axes``: RoPE over several axes;
 - ``overview``: the intro's overview;
+- ``base_bound``: the lower bound of the RoPE base against context length (chapter 3);
 - :mod:`~posenc_core.book.figures.explorer_frames`: the PNG an explorer shows without
-  JavaScript, and the two explorer views no chapter draws (the others reuse the chapter's figure).
+  JavaScript, and the explorer views no chapter draws (the others reuse the chapter's figure).
 
 Every figure function returns a :class:`matplotlib.figure.Figure` and is importable from this
 package (``from posenc_core.book import figures``; ``figures.unit_circle_figure(...)``), as

@@ -21,6 +21,14 @@ from matplotlib.text import Text
 import posenc_core as pc
 from posenc_core.book import figures
 from posenc_core.book.figures import curves, geometry, matrices, overview, several_axes, style
+from posenc_core.book.notebook import BUILD_ENV
+
+
+@pytest.fixture(autouse=True)
+def book_build(monkeypatch):
+    """The phone rendition is drawn in the book's build only (figure_for_display)."""
+    monkeypatch.setenv(BUILD_ENV, "1")
+
 
 PHONE_COLUMN_PX = 342  # the text column at a 390 x 844 viewport (chromium, the built book)
 MIN_DISPLAYED_PX = 9.0
@@ -207,6 +215,15 @@ def test_desktop_png_carries_the_phone_png_in_a_chunk_viewers_skip():
         struct.unpack(">II", chunks(phone)[b"IHDR"][:8])[1]
         > struct.unpack(">II", found[b"IHDR"][:8])[1]
     )
+
+
+def test_outside_the_book_build_no_phone_rendition_is_drawn(monkeypatch):
+    """Jupyter and Colab show the desktop PNG only: the phone PNG is drawn for the build."""
+    monkeypatch.delenv(BUILD_ENV)
+    fig = CALLS["position_loss_figure"]()
+    desktop, _ = figures.figure_for_display(fig)
+    assert figures.PHONE_CHUNK not in chunks(desktop)
+    assert desktop == style._png(fig)
 
 
 def test_a_figure_no_wider_than_the_phone_column_carries_no_second_png():

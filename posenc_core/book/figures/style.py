@@ -124,16 +124,23 @@ def figure_for_display(fig: Figure) -> tuple[bytes, dict]:
     box) with its smallest text size in the text chunk ``TEXT_SIZE_KEY``, and the size to show
     it at (``{"width": w, "height": h}`` in CSS px, the PNG's size over PIXEL_RATIO).
 
-    A figure wider than ``PHONE_WIDTH`` also carries :func:`phone_rendition` in a
-    ``PHONE_CHUNK`` chunk, which Jupyter and Colab ignore and the book's build serves to phones.
+    In the book's build (``POSENC_BOOK_BUILD=1``, :data:`posenc_core.book.notebook.BUILD_ENV`)
+    a figure wider than ``PHONE_WIDTH`` also carries :func:`phone_rendition` in a
+    ``PHONE_CHUNK`` chunk, which the build serves to phones (``_ext/figure_renditions.py``).
+    Elsewhere (Jupyter, Colab) nothing would show it, so it is not drawn: it costs about
+    three times the desktop PNG's time.
 
     Registered as IPython's ``image/png`` formatter for figures by every figure function of
     this module, so that Jupyter, Colab and the book (MyST-NB reads the width and height)
     show figures at their drawn size and twice the resolution.
     """
+    import os
+
+    from posenc_core.book.notebook import BUILD_ENV
+
     png = _png(fig)
     width, height = png_size(png)
-    if width / PIXEL_RATIO > PHONE_WIDTH * DISPLAY_DPI:
+    if os.environ.get(BUILD_ENV) == "1" and width / PIXEL_RATIO > PHONE_WIDTH * DISPLAY_DPI:
         png = _with_chunk(png, PHONE_CHUNK, phone_rendition(fig))
     return png, {"width": width // PIXEL_RATIO, "height": height // PIXEL_RATIO}
 

@@ -5,8 +5,8 @@ figure is shrunk to fit, and its smallest text would show at 5-7 px. So
 ``figure_for_display`` (posenc_core/book/figures/style.py) also draws each wide figure for a
 phone (the same figure, ``PHONE_WIDTH`` inches wide, panels in one column) when the book is
 built (``POSENC_BOOK_BUILD=1``) and carries that PNG inside the desktop one, in the private
-ancillary chunk ``PHONE_CHUNK`` that PNG viewers skip. MyST-NB copies the notebook's PNG into ``_images/`` unchanged. When the
-HTML build has finished, this extension
+ancillary chunk ``PHONE_CHUNK`` that PNG viewers skip. MyST-NB copies the notebook's PNG
+into ``_images/`` unchanged. When the HTML build has finished, this extension
 
 1. splits every such PNG in two: the desktop PNG without the chunk (the same pixels and text
    chunks), and ``<name>.phone.png`` beside it (which records its own smallest text size);

@@ -236,14 +236,3 @@ def test_a_figure_no_wider_than_the_phone_column_carries_no_second_png():
 def test_phone_rendition_rejects_what_is_not_a_figure():
     with pytest.raises(TypeError, match="fig must be a matplotlib Figure, got int"):
         figures.phone_rendition(3)
-
-
-def test_a_phone_shows_every_figure_text_at_9_px_or_more():
-    """What a 390 px phone shows: the phone PNG where there is one, else the desktop PNG
-    shrunk to the 342 px column (as before the phone renditions: 5-7 px text)."""
-    for name in ("position_loss_figure", "unit_circle_figure", "sinusoidal_heatmap"):
-        png, _ = figures.figure_for_display(CALLS[name]())
-        shown = chunks(png).get(b"poPh", png)  # PHONE_CHUNK, spelled out
-        css_width = width_px(shown) / figures.PIXEL_RATIO
-        px = text_pt(shown) * figures.DISPLAY_DPI / 72 * min(1.0, PHONE_COLUMN_PX / css_width)
-        assert px >= MIN_DISPLAYED_PX, (name, round(px, 2))

@@ -1,9 +1,9 @@
-"""Figure text as a reader sees it: at least 9 CSS px on a phone and on a laptop.
+"""Figure text as a reader sees it on a phone: at least 9 CSS px (1280 px: test_reading.py).
 
 Every content figure of every page (chapters and intro, glued figures included) is a PNG from
 posenc_core's figure functions, which records its smallest text size in points in a text chunk
 (``style.TEXT_SIZE_KEY``) and is stored at ``PIXEL_RATIO`` times its drawn size. In Debian's
-chromium, offline (browser_support.py), at 390 x 844 (device scale 2) and 1280 x 800, each page
+chromium, offline (browser_support.py), at 390 x 844 (device scale 2), each page
 is loaded once, every content ``<img>`` is read where the browser put it, and the PNG it shows
 (``img.currentSrc``: the phone rendition of _ext/figure_renditions.py or the desktop one) is
 read from the build. Its smallest text as displayed is
@@ -31,8 +31,10 @@ from posenc_core.book.figures.style import DISPLAY_DPI, PIXEL_RATIO, TEXT_SIZE_K
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 HTML = pathlib.Path(os.environ.get("POSENC_BOOK_HTML", ROOT / "_build" / "html")).resolve()
-VIEWPORTS = {390: {"width": 390, "height": 844}, 1280: {"width": 1280, "height": 800}}
-SCALE = {390: 2, 1280: 1}
+# The phone only: at 1280 px the same bound is test_reading.py's
+# test_figure_text_is_readable_and_sharp (every page's figures, with their sharpness).
+VIEWPORTS = {390: {"width": 390, "height": 844}}
+SCALE = {390: 2}
 MIN_DISPLAYED_PX = 9.0
 
 require_book_and_chromium(HTML)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 import pathlib
 import shutil
+import struct
+import zlib
 from urllib.parse import urlparse
 
 import pytest
@@ -74,3 +76,27 @@ def wait_for_explorers(page, html_file: pathlib.Path) -> None:
         page.wait_for_function(
             f"document.querySelectorAll('.posenc-explorer canvas').length >= {n}", timeout=30000
         )
+
+
+def png_facts(data: bytes) -> dict:
+    """Width, height, dots per inch (pHYs) and tEXt entries of a PNG file."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+    facts = {"text": {}}
+    pos = 8
+    while pos < len(data):
+        (length,) = struct.unpack(">I", data[pos : pos + 4])
+        kind = data[pos + 4 : pos + 8]
+        body = data[pos + 8 : pos + 8 + length]
+        if kind == b"IHDR":
+            facts["width"], facts["height"] = struct.unpack(">II", body[:8])
+        elif kind == b"pHYs":
+            x, _, unit = struct.unpack(">IIB", body)
+            facts["dpi"] = x * 0.0254 if unit == 1 else None
+        elif kind == b"tEXt":
+            key, _, value = body.partition(b"\0")
+            facts["text"][key.decode("latin-1")] = value.decode("latin-1")
+        elif kind == b"zTXt":
+            key, _, rest = body.partition(b"\0")
+            facts["text"][key.decode("latin-1")] = zlib.decompress(rest[1:]).decode("latin-1")
+        pos += 12 + length
+    return facts

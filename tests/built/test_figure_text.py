@@ -20,12 +20,10 @@ from __future__ import annotations
 import os
 import pathlib
 import statistics
-import struct
-import zlib
 from urllib.parse import unquote, urlparse
 
 import pytest
-from browser_support import block_external, require_book_and_chromium
+from browser_support import block_external, png_facts, require_book_and_chromium
 
 from posenc_core.book.figures.style import DISPLAY_DPI, PIXEL_RATIO, TEXT_SIZE_KEY
 
@@ -51,24 +49,6 @@ def figure_pages() -> list[str]:
         if "_images/" in page.read_text(encoding="utf-8", errors="replace"):
             pages.append(rel.as_posix())
     return pages
-
-
-def png_text(path: pathlib.Path) -> dict[str, str]:
-    """The tEXt and zTXt chunks of the PNG at ``path``, and its width as ``"width"``."""
-    data = path.read_bytes()
-    assert data[:8] == b"\x89PNG\r\n\x1a\n", f"{path} is not a PNG"
-    found, at = {"width": str(struct.unpack(">I", data[16:20])[0])}, 8
-    while at < len(data):
-        (length,) = struct.unpack(">I", data[at : at + 4])
-        kind, body = data[at + 4 : at + 8], data[at + 8 : at + 8 + length]
-        if kind == b"tEXt":
-            key, _, value = body.partition(b"\0")
-            found[key.decode("latin-1")] = value.decode("latin-1")
-        elif kind == b"zTXt":
-            key, _, rest = body.partition(b"\0")
-            found[key.decode("latin-1")] = zlib.decompress(rest[1:]).decode("latin-1")
-        at += 12 + length
-    return found
 
 
 # Every content image of the article, loaded (lazy ones made eager), with what the browser
@@ -108,10 +88,10 @@ def measure(chromium, base_url: str, width: int) -> dict[str, dict]:
                 if not img["visible"]:
                     continue
                 file = HTML / unquote(urlparse(img["src"]).path).lstrip("/")
-                chunks = png_text(file)
-                assert TEXT_SIZE_KEY in chunks, f"{file.name} ({path}) records no text size"
-                pt = float(chunks[TEXT_SIZE_KEY])
-                px = displayed_px(pt, img["shown"], int(chunks["width"]))
+                facts = png_facts(file.read_bytes())
+                assert TEXT_SIZE_KEY in facts["text"], f"{file.name} ({path}) records no text size"
+                pt = float(facts["text"][TEXT_SIZE_KEY])
+                px = displayed_px(pt, img["shown"], facts["width"])
                 images.append((file.name, px, pt))
             results[path] = {"images": images, "sw": found["sw"], "iw": found["iw"]}
         assert external == [], f"requests that left the machine: {external[:5]}"

@@ -25,14 +25,13 @@ from __future__ import annotations
 import os
 import pathlib
 import re
-import struct
-import zlib
 from urllib.parse import unquote, urljoin, urlparse
 
 import pytest
 from browser_support import (
     MATHJAX_DONE,
     block_external,
+    png_facts,
     require_book_and_chromium,
     wait_for_explorers,
 )
@@ -168,30 +167,6 @@ def test_phone_figures_keep_their_shape_and_open_full_size_on_a_tap(open_page, p
 
 
 # --- Figures ------------------------------------------------------------------------------
-
-
-def png_facts(data: bytes) -> dict:
-    """Width, height, dots per inch (pHYs) and tEXt entries of a PNG file."""
-    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
-    facts = {"text": {}}
-    pos = 8
-    while pos < len(data):
-        (length,) = struct.unpack(">I", data[pos : pos + 4])
-        kind = data[pos + 4 : pos + 8]
-        body = data[pos + 8 : pos + 8 + length]
-        if kind == b"IHDR":
-            facts["width"], facts["height"] = struct.unpack(">II", body[:8])
-        elif kind == b"pHYs":
-            x, _, unit = struct.unpack(">IIB", body)
-            facts["dpi"] = x * 0.0254 if unit == 1 else None
-        elif kind == b"tEXt":
-            key, _, value = body.partition(b"\0")
-            facts["text"][key.decode("latin-1")] = value.decode("latin-1")
-        elif kind == b"zTXt":
-            key, _, rest = body.partition(b"\0")
-            facts["text"][key.decode("latin-1")] = zlib.decompress(rest[1:]).decode("latin-1")
-        pos += 12 + length
-    return facts
 
 
 def test_png_facts_reads_what_matplotlib_writes(tmp_path):

@@ -7,6 +7,7 @@
 - ``several_axes``: RoPE over several axes;
 - ``overview``: the intro's overview;
 - ``base_bound``: the lower bound of the RoPE base against context length (chapter 3);
+- ``layer_strips``: real models' positional plans, layer by layer (the mixing-layers chapter);
 - :mod:`~posenc_core.book.figures.explorer_frames`: the PNG an explorer shows without
   JavaScript, and the explorer views no chapter draws (the others reuse the chapter's figure).
 
@@ -19,6 +20,7 @@ from posenc_core.book.figures import (
     base_bound,
     curves,
     geometry,
+    layer_strips,
     matrices,
     overview,
     several_axes,
@@ -27,6 +29,7 @@ from posenc_core.book.figures import (
 from posenc_core.book.figures.base_bound import *  # noqa: F403
 from posenc_core.book.figures.curves import *  # noqa: F403
 from posenc_core.book.figures.geometry import *  # noqa: F403
+from posenc_core.book.figures.layer_strips import *  # noqa: F403
 from posenc_core.book.figures.matrices import *  # noqa: F403
 from posenc_core.book.figures.overview import *  # noqa: F403
 from posenc_core.book.figures.several_axes import *  # noqa: F403
@@ -35,6 +38,15 @@ from posenc_core.book.figures.style import *  # noqa: F403
 # Each module's own __all__ says what it offers; the package offers all of them.
 __all__ = [
     name
-    for module in (style, matrices, curves, geometry, several_axes, overview, base_bound)
+    for module in (
+        style,
+        matrices,
+        curves,
+        geometry,
+        several_axes,
+        overview,
+        base_bound,
+        layer_strips,
+    )
     for name in module.__all__
 ]

@@ -2,9 +2,9 @@
 
 :func:`layer_strips_figure` draws what :func:`~posenc_core.rope.layer_plan` reads from each
 config: one cell per decoder layer, coloured by its attention kind, hollow and hatched where
-the layer does not rotate, with small marks above the cells for a base unlike the model's other rotating
-layers, scaling, partial rotation (or p-RoPE), a query temperature and sink logits; under each
-strip the one-line summary of :func:`plan_summary`.
+the layer does not rotate, with small marks above the cells for a base unlike the model's
+other rotating layers, scaling, partial rotation (or p-RoPE), a query temperature and sink
+logits; under each strip the one-line summary of :func:`plan_summary`.
 
 Book layer: imports matplotlib and the plans of the core.
 """
@@ -153,8 +153,8 @@ def plan_summary(plans: Sequence[LayerPlan]) -> str:
         plans: the model's :func:`~posenc_core.rope.layer_plan` (one ``LayerPlan`` a layer).
 
     Returns:
-        e.g. ``"48 layers: 36 chunked (8192) RoPE, base 500k, llama3 x16 + 12 full NoPE,
-        temperature"`` for Llama 4 Scout (``tests/book/test_layer_strips.py``).
+        The summary, as for Llama 4 Scout (``tests/book/test_layer_strips.py``)
+        ``48 layers: 36 chunked (8192) RoPE, base 500k, llama3 x16 + 12 full NoPE, temperature``.
     """
     layers = _checked({"plans": plans})["plans"]
     several = _common_base(layers) is not None
@@ -200,7 +200,7 @@ def layer_strips_figure(
         width: the figure's width in inches (at most the column's).
 
     Returns:
-        The figure: one axes per model in ``plans``' order, each holding one ``Rectangle``
+        A figure with one axes per model in ``plans``' order, each holding one ``Rectangle``
         per layer in ``ax.patches`` (layer order) and one scatter per mark kind drawn.
     """
     models = _checked(plans)

@@ -116,8 +116,7 @@ REAL_CONFIGS: dict[str, dict] = {
         "model_type": "cohere2",
         "num_hidden_layers": 64,
         "hidden_size": 12288,
-        "num_attention_heads": 96,
-        "head_dim": 128,
+        "num_attention_heads": 96,  # head_dim 12288 / 96 = 128
         "sliding_window": 4096,
         "sliding_window_pattern": 4,  # every 4th layer full, without rotation
         "rope_theta": 50000.0,
@@ -146,7 +145,7 @@ REAL_CONFIGS: dict[str, dict] = {
             "original_max_position_embeddings": 4096,
         },
     },
-    # Qwen/Qwen3-Next-80B-A3B-Instruct
+    # Qwen/Qwen3-Next-80B-A3B-Instruct (revision 9c7f2fbe; the file gives no layer_types)
     "Qwen3-Next 80B-A3B": {
         "model_type": "qwen3_next",
         "num_hidden_layers": 48,
@@ -155,25 +154,26 @@ REAL_CONFIGS: dict[str, dict] = {
         "head_dim": 256,
         "full_attention_interval": 4,  # 3 linear (Gated DeltaNet) layers, then 1 full
         "partial_rotary_factor": 0.25,
-        "rope_theta": 10_000_000.0,  # not verified against the file (as its successor Qwen3.5)
+        "rope_theta": 10_000_000.0,
         "max_position_embeddings": 262144,
     },
-    # allenai/Olmo-3-1025-7B; as tests/core/test_rope_layers.py
+    # allenai/Olmo-3-1025-7B
     "OLMo 3 7B": {
         "model_type": "olmo3",
         "num_hidden_layers": 32,
         "hidden_size": 4096,
         "num_attention_heads": 32,
-        "sliding_window": 4096,  # 3 sliding layers, then 1 full (Olmo3Config's pattern)
-        "max_position_embeddings": 65536,
+        "sliding_window": 4096,
+        "layer_types": (["sliding_attention"] * 3 + ["full_attention"]) * 8,
+        "max_position_embeddings": 65536,  # not verified
         "rope_theta": 500000.0,
         "rope_scaling": {  # on the full layers only
             "rope_type": "yarn",
             "factor": 8.0,
             "original_max_position_embeddings": 8192,
-            "attention_factor": 1.2,
-            "beta_fast": 32,
-            "beta_slow": 1,
+            "attention_factor": 1.2079441541679836,  # 0.1 ln 8 + 1
+            "beta_fast": 32.0,
+            "beta_slow": 1.0,
         },
     },
 }

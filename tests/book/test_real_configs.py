@@ -177,3 +177,5 @@ def test_olmo3_7b():
         scaled = (p.rope.scaling.rope_type, p.rope.scaling.factor)
         assert scaled == (("yarn", 8.0) if p.layer in glob else ("default", None)), p.layer
         assert p.window == (None if p.layer in glob else 4096)
+    # YaRN's attention factor, 0.1 ln s + 1 at s = 8 (Peng et al. 2023, eq. 22), as published
+    assert plan[3].rope.scaling.attention_factor == pytest.approx(0.1 * math.log(8.0) + 1)

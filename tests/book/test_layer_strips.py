@@ -120,6 +120,16 @@ def test_bad_input_is_refused():
         layer_strips_figure({"x": [1, 2]})
     with pytest.raises(ValueError, match="width must be a number of inches >= 2, got 1"):
         layer_strips_figure(PLANS, width=1)
+    with pytest.raises(TypeError, match="plans must be what .*layer_plan returns.*got str"):
+        plan_summary("48 layers")
+
+
+def test_strips_share_one_cell_width_unless_asked_not_to(fig):
+    """Same scale: every strip spans the deepest model's 64 layers (Command A); otherwise
+    each strip spans its own layers."""
+    assert {ax.get_xlim() for ax in fig.axes} == {(-0.5, 63.5)}
+    own = layer_strips_figure(PLANS, same_scale=False)
+    assert [ax.get_xlim()[1] for ax in own.axes] == [len(p) - 0.5 for p in PLANS.values()]
 
 
 def test_phone_rendition_fits_and_reads():

@@ -61,22 +61,24 @@ _MARKS = {
 }
 
 
+def _layers(what: str, plan: object) -> list[LayerPlan]:
+    """``plan`` as a list of at least one LayerPlan; ``what`` names it in the message."""
+    layers = list(plan) if isinstance(plan, Sequence) and not isinstance(plan, str) else None
+    if not layers or not all(isinstance(p, LayerPlan) for p in layers):
+        raise TypeError(
+            f"{what} must be what posenc_core.rope.layer_plan returns (one LayerPlan per "
+            f"layer, at least one), got {type(plan).__name__}"
+        )
+    return layers
+
+
 def _checked(plans: Mapping[str, Sequence[LayerPlan]]) -> dict[str, list[LayerPlan]]:
     if not isinstance(plans, Mapping) or not plans:
         raise TypeError(
             "plans must be a non-empty mapping of model name -> layer_plan(config), got "
             f"{type(plans).__name__}{' (empty)' if isinstance(plans, Mapping) else ''}"
         )
-    out = {}
-    for name, plan in plans.items():
-        layers = list(plan) if isinstance(plan, Sequence) and not isinstance(plan, str) else None
-        if not layers or not all(isinstance(p, LayerPlan) for p in layers):
-            raise TypeError(
-                f"plans[{name!r}] must be what posenc_core.rope.layer_plan returns (one "
-                f"LayerPlan per layer, at least one), got {type(plan).__name__}"
-            )
-        out[str(name)] = layers
-    return out
+    return {str(name): _layers(f"plans[{name!r}]", plan) for name, plan in plans.items()}
 
 
 def _rotated_share(plan: LayerPlan) -> float:
@@ -156,7 +158,7 @@ def plan_summary(plans: Sequence[LayerPlan]) -> str:
         The summary, as for Llama 4 Scout (``tests/book/test_layer_strips.py``)
         ``48 layers: 36 chunked (8192) RoPE, base 500k, llama3 x16 + 12 full NoPE, temperature``.
     """
-    layers = _checked({"plans": plans})["plans"]
+    layers = _layers("plans", plans)
     several = _common_base(layers) is not None
     groups: dict[tuple, int] = {}
     for p in layers:

@@ -72,5 +72,18 @@ FIRST = ("test_installed.py",)
 
 
 def pytest_collection_modifyitems(config, items):
-    """Run the FIRST modules' tests before the rest (the order within each module kept)."""
-    items.sort(key=lambda item: item.path.name not in FIRST)
+    """Run the FIRST modules' tests before the rest (the order of the modules kept otherwise).
+    Within a module that names a GROUP_BY_PARAM, its tests run grouped by that parameter's
+    value (tests without it first), each group in the module's order: test_explorers.py keeps
+    one chapter's pages open for all the tests that read them."""
+    modules: dict[pathlib.Path, int] = {}
+    for item in items:
+        modules.setdefault(item.path, len(modules))
+
+    def key(item):
+        group = getattr(item.module, "GROUP_BY_PARAM", None)
+        callspec = getattr(item, "callspec", None)
+        value = callspec.params.get(group, "") if group and callspec else ""
+        return (item.path.name not in FIRST, modules[item.path], str(value))
+
+    items.sort(key=key)

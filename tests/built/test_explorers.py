@@ -42,6 +42,8 @@ FACTORIES = {
     "shift": widgets.shift_explorer,
 }
 CLOSED_FORM_TOL = 1e-9
+# The tests run chapter by chapter (conftest.py), so that each page is loaded once: `loaded`
+GROUP_BY_PARAM = "chapter"
 # where in a number control's range the test goes (fractions of the range, on the slider's own
 # scale): the ends, and points that no grid of the old prerendered explorers held
 FRACTIONS = (0.0, 1.0, 0.37, 0.613, 0.0917)
@@ -137,27 +139,154 @@ def type_value(control, text: str) -> None:
     field.press("Enter")
 
 
-@pytest.fixture
-def page(browser, server):
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    external = block_external(context, server)
-    errors: list[str] = []
-    p = context.new_page()
-    p.on("console", lambda m: m.type == "error" and errors.append(m.text))
-    p.on("pageerror", lambda e: errors.append(str(e)))
-    yield p, external, errors
-    context.close()
+# Records every text the explorers' canvases draw that was cut short with an ellipsis, and
+# every unrotated text that runs past the canvas's edge (chapter 2's unit circle drew its
+# matrix past a phone's column; a second legend row fell below the canvas).
+RECORD_CUT_TEXT = """(() => {
+  window.__cut = [];
+  window.__over = [];
+  const draw = CanvasRenderingContext2D.prototype.fillText;
+  CanvasRenderingContext2D.prototype.fillText = function (text, x, ...rest) {
+    if (String(text).includes('\\u2026')) window.__cut.push(String(text));
+    const t = this.getTransform();
+    if (t.b === 0 && t.c === 0 && this.canvas.isConnected) {
+      const w = this.measureText(String(text)).width;
+      const shift = { center: w / 2, right: w, end: w }[this.textAlign] || 0;
+      const left = (t.e + t.a * (x - shift)) / t.a;
+      const right = left + w;
+      const width = this.canvas.width / t.a;
+      const y = (t.f + t.d * rest[0]) / t.d; // the text's reference line, in CSS pixels
+      const below = y + 4 > this.canvas.height / t.d || y - 4 < 0; // a line of 11-13 px fonts
+      if (left < -0.5 || right > width + 0.5 || below) window.__over.push(String(text));
+    }
+    return draw.call(this, text, x, ...rest);
+  };
+})();"""
+# Records the texts drawn on chapter 9's patch-score canvas.
+RECORD_PATCH_TEXT = """(() => {
+  window.__patch = [];
+  const draw = CanvasRenderingContext2D.prototype.fillText;
+  CanvasRenderingContext2D.prototype.fillText = function (text, ...rest) {
+    if (this.canvas.closest && this.canvas.closest('.posenc-explorer-patch-scores')) {
+      window.__patch.push(String(text));
+    }
+    return draw.call(this, text, ...rest);
+  };
+})();"""
+# What a fresh page drew with the recorders above, read once it is drawn; then emptied, so
+# that what a test records afterwards is its own.
+TAKE_RECORDS = """() => {
+  const got = {cut: window.__cut, over: window.__over, patch: window.__patch};
+  window.__cut = []; window.__over = []; window.__patch = [];
+  return got;
+}"""
+# Whether any control of the page shows a message or is marked invalid.
+MESSAGES = """() => [...document.querySelectorAll('.posenc-explorer')].some(r =>
+  [...r.querySelectorAll('.posenc-hint')].some(h => h.textContent !== '')
+  || r.querySelector('[aria-invalid]') !== null)"""
+
+
+class Loaded:
+    """One chapter opened at one width (offline, in its own context, with the recorders
+    installed before the page's scripts), shared by the tests of this module that read it:
+    a page load takes seconds, the checks on a drawn page a fraction of that.
+
+    ``fresh()`` gives the page back as it was right after its load before each test: every
+    explorer's values are set back to the ones it was drawn with (as a kernel's ``set`` would),
+    and the state of every explorer (values, numbers drawn, label, canvas pixels, size) and its
+    controls (no message, nothing marked invalid) must then equal the state read right after
+    the load; where anything differs, the page is loaded again instead. ``external`` and
+    ``errors`` hold everything since the page's first load; ``records`` what the recorders
+    drew during the load (a test that reads them adds what it records itself)."""
+
+    def __init__(self, browser, server: str, chapter: str, width: int):
+        self.chapter = chapter
+        self.context = browser.new_context(viewport={"width": width, "height": 900})
+        self.external = block_external(self.context, server)
+        self.errors: list[str] = []
+        self.context.add_init_script(script=RECORD_CUT_TEXT)
+        self.context.add_init_script(script=RECORD_PATCH_TEXT)
+        self.url = f"{server}/chapters/{chapter}.html"
+        self.n = (
+            (HTML / "chapters" / f"{chapter}.html")
+            .read_text(encoding="utf-8")
+            .count('"_view_module": "anywidget"')
+        )
+        self.page = None
+        self.loads = 0
+        self._load()
+
+    def _load(self) -> None:
+        if self.page is not None:
+            self.page.close()
+        p = self.context.new_page()
+        p.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
+        p.on("pageerror", lambda e: self.errors.append(str(e)))
+        p.goto(self.url, wait_until="networkidle")
+        p.wait_for_function(
+            "[...document.querySelectorAll('.posenc-explorer')].filter(r => r.posenc).length"
+            f" >= {self.n} && document.querySelectorAll('.posenc-explorer canvas').length"
+            f" >= {self.n}",
+            timeout=30000,
+        )
+        self.page = p
+        self.loads += 1
+        self.records = p.evaluate(TAKE_RECORDS)
+        roots = p.locator(".posenc-explorer")
+        self.initial = [state(roots.nth(i)) for i in range(roots.count())]
+        self.used = False
+
+    def fresh(self):
+        """The page, in the state of its load (see the class); returns it."""
+        if self.used:
+            p = self.page
+            roots = p.locator(".posenc-explorer")
+            same = roots.count() == len(self.initial)
+            for i in range(len(self.initial) if same else 0):
+                roots.nth(i).evaluate(SET_FROM_MODEL, self.initial[i]["values"])
+                same = same and state(roots.nth(i)) == self.initial[i]
+            if same and not p.evaluate(MESSAGES):
+                p.evaluate("() => { document.activeElement.blur(); window.scrollTo(0, 0); }")
+                p.evaluate(TAKE_RECORDS)  # what the reset drew is no test's
+            else:
+                self._load()
+        self.used = True
+        return self.page
+
+
+@pytest.fixture(scope="module")
+def loaded(browser, server):
+    """(chapter, width) -> a Loaded page at its load's state; the pages of one chapter are
+    kept until a test asks for another chapter (the tests run chapter by chapter: conftest.py)."""
+    opened: dict[tuple[str, int], Loaded] = {}
+    count = {"pages": 0, "loads": 0}
+
+    def close(key):
+        got = opened.pop(key)
+        count["pages"] += 1
+        count["loads"] += got.loads
+        got.context.close()
+
+    def _get(chapter: str, width: int = 1280) -> Loaded:
+        for key in [k for k in opened if k[0] != chapter]:
+            close(key)
+        if (chapter, width) not in opened:
+            opened[(chapter, width)] = Loaded(browser, server, chapter, width)
+        got = opened[(chapter, width)]
+        got.fresh()
+        return got
+
+    yield _get
+    for key in list(opened):
+        close(key)
+    print(f"\nexplorer pages: {count['pages']} chapter-widths, {count['loads']} page loads")
 
 
 @pytest.mark.parametrize("chapter", PAGES)
-def test_every_control_recomputes_what_posenc_core_computes(page, server, chapter):
-    p, external, errors = page
-    p.goto(f"{server}/chapters/{chapter}.html", wait_until="networkidle")
-    html = (HTML / "chapters" / f"{chapter}.html").read_text(encoding="utf-8")
-    n_expected = html.count('"_view_module": "anywidget"')
-    p.wait_for_function(
-        f"document.querySelectorAll('.posenc-explorer').length >= {n_expected}", timeout=30000
-    )
+def test_every_control_recomputes_what_posenc_core_computes(loaded, chapter):
+    got = loaded(chapter)
+    p, external, errors = got.page, got.external, got.errors
+    n_expected = got.n
     roots = p.locator(".posenc-explorer")
     assert roots.count() == n_expected >= 1
     for e in range(roots.count()):
@@ -327,16 +456,11 @@ MEASURED_PAGES = [
 
 
 @pytest.mark.parametrize("chapter", MEASURED_PAGES)
-def test_no_enabled_option_of_a_measured_explorer_does_nothing(page, server, chapter):
+def test_no_enabled_option_of_a_measured_explorer_does_nothing(loaded, chapter):
     """Issue 39's acceptance: no control that does nothing without being disabled. In chapter
     7c 32 of 50 states had no curve (grey "no curve for this combination")."""
-    p, external, errors = page
-    p.goto(f"{server}/chapters/{chapter}.html", wait_until="networkidle")
-    html = (HTML / "chapters" / f"{chapter}.html").read_text(encoding="utf-8")
-    n = html.count('"_view_module": "anywidget"')
-    p.wait_for_function(
-        f"[...document.querySelectorAll('.posenc-explorer')].filter(r => r.posenc).length >= {n}"
-    )
+    got = loaded(chapter)
+    p, external, errors, n = got.page, got.external, got.errors, got.n
     roots = p.locator(".posenc-explorer")
     measured = [i for i in range(n) if roots.nth(i).evaluate("r => r.posenc.spec.kind")
                 == "position-loss"]  # fmt: skip
@@ -381,29 +505,6 @@ def test_without_javascript_each_explorer_is_a_figure_with_a_caption(browser, se
         context.close()
 
 
-# Records every text the explorers' canvases draw that was cut short with an ellipsis, and
-# every unrotated text that runs past the canvas's edge (chapter 2's unit circle drew its
-# matrix past a phone's column; a second legend row fell below the canvas).
-RECORD_CUT_TEXT = """(() => {
-  window.__cut = [];
-  window.__over = [];
-  const draw = CanvasRenderingContext2D.prototype.fillText;
-  CanvasRenderingContext2D.prototype.fillText = function (text, x, ...rest) {
-    if (String(text).includes('\\u2026')) window.__cut.push(String(text));
-    const t = this.getTransform();
-    if (t.b === 0 && t.c === 0 && this.canvas.isConnected) {
-      const w = this.measureText(String(text)).width;
-      const shift = { center: w / 2, right: w, end: w }[this.textAlign] || 0;
-      const left = (t.e + t.a * (x - shift)) / t.a;
-      const right = left + w;
-      const width = this.canvas.width / t.a;
-      const y = (t.f + t.d * rest[0]) / t.d; // the text's reference line, in CSS pixels
-      const below = y + 4 > this.canvas.height / t.d || y - 4 < 0; // a line of 11-13 px fonts
-      if (left < -0.5 || right > width + 0.5 || below) window.__over.push(String(text));
-    }
-    return draw.call(this, text, x, ...rest);
-  };
-})();"""
 # Moves every control of every explorer over its range (five slider stops, every button).
 SWEEP = """() => {
   for (const root of document.querySelectorAll('.posenc-explorer')) {
@@ -425,23 +526,14 @@ SWEEP = """() => {
 
 @pytest.mark.parametrize("width", [390, 1280])
 @pytest.mark.parametrize("chapter", PAGES)
-def test_no_title_or_note_on_a_canvas_is_cut_short(browser, server, chapter, width):
+def test_no_title_or_note_on_a_canvas_is_cut_short(loaded, chapter, width):
     """A title too long for a phone's column wraps onto a second line instead of ending in
     an ellipsis (the old explorers cut the decay explorer's score note to a lone "+")."""
-    context = browser.new_context(viewport={"width": width, "height": 900})
-    try:
-        block_external(context, server)
-        p = context.new_page()
-        p.add_init_script(script=RECORD_CUT_TEXT)
-        p.goto(f"{server}/chapters/{chapter}.html", wait_until="networkidle")
-        html = (HTML / "chapters" / f"{chapter}.html").read_text(encoding="utf-8")
-        n = html.count('"_view_module": "anywidget"')
-        p.wait_for_function(f"document.querySelectorAll('.posenc-explorer canvas').length >= {n}")
-        cut, over = p.evaluate(SWEEP)
-        assert cut == [], f"{chapter} at {width} px: {sorted(set(cut))[:5]}"
-        assert over == [], f"{chapter} at {width} px, past the edge: {sorted(set(over))[:5]}"
-    finally:
-        context.close()
+    got = loaded(chapter, width)
+    cut, over = got.page.evaluate(SWEEP)
+    cut, over = got.records["cut"] + cut, got.records["over"] + over  # the load's, the sweep's
+    assert cut == [], f"{chapter} at {width} px: {sorted(set(cut))[:5]}"
+    assert over == [], f"{chapter} at {width} px, past the edge: {sorted(set(over))[:5]}"
 
 
 # Text a reader may type for a number, into the unit circle's offset (a whole number from 0 to
@@ -462,30 +554,25 @@ TYPED_ODDITIES = [
 HINT_MOST = 100  # characters a control's message may take, whatever was typed
 
 
-def open_explorer(p, server: str, chapter: str, kind: str):
-    """The root element of the first explorer of `kind` on `chapter`, drawn."""
-    p.goto(f"{server}/chapters/{chapter}.html", wait_until="networkidle")
-    html = (HTML / "chapters" / f"{chapter}.html").read_text(encoding="utf-8")
-    n = html.count('"_view_module": "anywidget"')
-    p.wait_for_function(
-        f"[...document.querySelectorAll('.posenc-explorer')].filter(r => r.posenc).length >= {n}",
-        timeout=30000,
-    )
+def open_explorer(p, kind: str):
+    """The root element of the first explorer of `kind` on the drawn page `p`."""
     roots = p.locator(".posenc-explorer")
     for i in range(roots.count()):
         if roots.nth(i).evaluate("r => r.posenc.spec.kind") == kind:
             roots.nth(i).scroll_into_view_if_needed()
             return roots.nth(i)
-    raise AssertionError(f"no {kind} explorer on {chapter}")
+    raise AssertionError(f"no {kind} explorer on {p.url}")
 
 
 def hint_of(control) -> str:
     return control.locator(".posenc-hint").text_content()
 
 
-def test_typed_oddities_are_read_as_meant_or_refused_with_a_short_reason(page, server):
-    p, external, errors = page
-    root = open_explorer(p, server, "02_sinusoidal_formula", "unit-circle")
+@pytest.mark.parametrize("chapter", ["02_sinusoidal_formula"])
+def test_typed_oddities_are_read_as_meant_or_refused_with_a_short_reason(loaded, chapter):
+    got = loaded(chapter)
+    p, external, errors = got.page, got.external, got.errors
+    root = open_explorer(p, "unit-circle")
     control = root.locator('.posenc-control[data-param="offset"]')
     field = control.locator("input.posenc-value")
     slider = control.locator("input.posenc-slider")
@@ -529,9 +616,11 @@ def test_typed_oddities_are_read_as_meant_or_refused_with_a_short_reason(page, s
 SET_FROM_MODEL = "(r, v) => r.posenc.model.set('values', v)"  # what a kernel's set() arrives as
 
 
-def test_values_set_from_the_model_are_checked_and_the_explorer_keeps_drawing(page, server):
-    p, external, errors = page
-    root = open_explorer(p, server, "03_the_base", "rope-scaling")
+@pytest.mark.parametrize("chapter", ["03_the_base"])
+def test_values_set_from_the_model_are_checked_and_the_explorer_keeps_drawing(loaded, chapter):
+    got = loaded(chapter)
+    p, external, errors = got.page, got.external, got.errors
+    root = open_explorer(p, "rope-scaling")
     reference = widgets.rope_scaling_explorer(**state(root)["spec"]["consts"]["args"])
     method = root.locator('.posenc-control[data-param="method"]')
     factor = root.locator('.posenc-control[data-param="factor"]')
@@ -569,17 +658,6 @@ def test_values_set_from_the_model_are_checked_and_the_explorer_keeps_drawing(pa
     assert external == [] and errors == [], (external[:5], errors[:5])
 
 
-# Records the texts drawn on chapter 9's patch-score canvas.
-RECORD_PATCH_TEXT = """(() => {
-  window.__patch = [];
-  const draw = CanvasRenderingContext2D.prototype.fillText;
-  CanvasRenderingContext2D.prototype.fillText = function (text, ...rest) {
-    if (this.canvas.closest && this.canvas.closest('.posenc-explorer-patch-scores')) {
-      window.__patch.push(String(text));
-    }
-    return draw.call(this, text, ...rest);
-  };
-})();"""
 # the share of the canvas' columns, counted from the right, that hold something drawn
 RIGHT_EDGE = """canvas => {
   const g = canvas.getContext('2d');
@@ -596,32 +674,27 @@ RIGHT_EDGE = """canvas => {
 
 
 @pytest.mark.parametrize("width", [390, 1280])
+@pytest.mark.parametrize("chapter", ["09_beyond_one_axis"])
 def test_the_patch_scores_fill_the_canvas_and_carry_a_colour_bar_with_values(
-    browser, server, width
+    loaded, chapter, width
 ):
     """Issue 39: chapter 9's explorer left the right third of its canvas empty and had no colour
     scale. Now something is drawn within 8% of the canvas' right edge, and the colour bar's
     values (at least three numbers inside the scores' range) and title are drawn."""
-    if "09_beyond_one_axis" not in PAGES:
+    if chapter not in PAGES:
         pytest.skip("chapter 9 has no explorer in this build")
-    context = browser.new_context(viewport={"width": width, "height": 900})
-    try:
-        block_external(context, server)
-        p = context.new_page()
-        p.add_init_script(script=RECORD_PATCH_TEXT)
-        root = open_explorer(p, server, "09_beyond_one_axis", "patch-scores")
-        lo, hi = state(root)["spec"]["consts"]["vlim"]
-        texts = p.evaluate("window.__patch")
-        numbers = []
-        for t in texts:
-            try:
-                numbers.append(float(t.replace("\u2212", "-")))
-            except ValueError:
-                pass
-        inside = [v for v in numbers if lo <= v <= hi]
-        assert len(inside) >= 3, (lo, hi, texts)
-        assert any("q · k" in t for t in texts), texts
-        empty = root.locator("canvas").evaluate(RIGHT_EDGE)
-        assert empty < 0.08, f"the right {empty:.0%} of the canvas is empty at {width} px"
-    finally:
-        context.close()
+    got = loaded(chapter, width)
+    root = open_explorer(got.page, "patch-scores")
+    lo, hi = state(root)["spec"]["consts"]["vlim"]
+    texts = got.records["patch"]  # what the load drew on it
+    numbers = []
+    for t in texts:
+        try:
+            numbers.append(float(t.replace("\u2212", "-")))
+        except ValueError:
+            pass
+    inside = [v for v in numbers if lo <= v <= hi]
+    assert len(inside) >= 3, (lo, hi, texts)
+    assert any("q · k" in t for t in texts), texts
+    empty = root.locator("canvas").evaluate(RIGHT_EDGE)
+    assert empty < 0.08, f"the right {empty:.0%} of the canvas is empty at {width} px"

@@ -8,6 +8,7 @@
 - ``overview``: the intro's overview;
 - ``base_bound``: the lower bound of the RoPE base against context length (chapter 3);
 - ``layer_strips``: real models' positional plans, layer by layer (the mixing-layers chapter);
+- ``method_retrieval``: loss against retrieval for chapter 7c's methods;
 - :mod:`~posenc_core.book.figures.explorer_frames`: the PNG an explorer shows without
   JavaScript, and the explorer views no chapter draws (the others reuse the chapter's figure).
 
@@ -22,6 +23,7 @@ from posenc_core.book.figures import (
     geometry,
     layer_strips,
     matrices,
+    method_retrieval,
     overview,
     several_axes,
     style,
@@ -31,6 +33,7 @@ from posenc_core.book.figures.curves import *  # noqa: F403
 from posenc_core.book.figures.geometry import *  # noqa: F403
 from posenc_core.book.figures.layer_strips import *  # noqa: F403
 from posenc_core.book.figures.matrices import *  # noqa: F403
+from posenc_core.book.figures.method_retrieval import *  # noqa: F403
 from posenc_core.book.figures.overview import *  # noqa: F403
 from posenc_core.book.figures.several_axes import *  # noqa: F403
 from posenc_core.book.figures.style import *  # noqa: F403
@@ -47,6 +50,7 @@ __all__ = [
         overview,
         base_bound,
         layer_strips,
+        method_retrieval,
     )
     for name in module.__all__
 ]

@@ -1,4 +1,4 @@
-"""Figure text as a reader sees it on a phone: at least 9 CSS px (1280 px: test_reading.py).
+"""Figure text as a reader sees it on a phone: at least 9 CSS px (1280 px: test_layout.py).
 
 Every content figure of every page (chapters and intro, glued figures included) is a PNG from
 posenc_core's figure functions, which records its smallest text size in points in a text chunk
@@ -29,7 +29,7 @@ from posenc_core.book.figures.style import DISPLAY_DPI, PIXEL_RATIO, TEXT_SIZE_K
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 HTML = pathlib.Path(os.environ.get("POSENC_BOOK_HTML", ROOT / "_build" / "html")).resolve()
-# The phone only: at 1280 px the same bound is test_reading.py's
+# The phone only: at 1280 px the same bound is test_layout.py's
 # test_figure_text_is_readable_and_sharp (every page's figures, with their sharpness).
 VIEWPORTS = {390: {"width": 390, "height": 844}}
 SCALE = {390: 2}

@@ -1,21 +1,16 @@
 """What a reader sees, measured in Debian's chromium on the built book (offline, see
-browser_support.py): navigation on a phone, figure text size, tables, the longest stretch of
-page without a visual, and search.
+browser_support.py): navigation on a phone, and search.
 
 - Phone (390 px): the sidebar buttons open the theme's sidebars and close them again
   (_static/posenc.js works around pydata-sphinx-theme issue 2451); a figure keeps its shape
   and opens at its drawn size on a tap. (Inline code and sideways scrolling at 390 px:
   test_layout.py.)
-- Figures (1280 px): every figure a chapter shows carries its smallest text size in points
-  (posenc_core.book.figures.figure_for_display writes it into the PNG); shown at the width the
-  page gives it, that text is at least MIN_TEXT_PX CSS pixels, and the PNG holds at least
-  twice the pixels it is shown at.
-- Tables (1280 px): every table has a numbered caption, fits the column without scrolling
-  sideways, and no glued number in it breaks over two lines.
-- Visuals (1280 px): between any two figures, tables, explorers, summary boxes or claim cards
-  there are at most MAX_SCREENS screens of page (a screen is the 900 px viewport).
 - Search: a Chinese term finds its glossary entry and a chapter, and a snippet is prose, not
   the page's buttons.
+
+The checks at 1280 px (figure text size and sharpness, tables, the longest stretch of page
+without a visual, the length of a page, the explorers' canvases) are in test_layout.py, which
+loads every page at that width anyway: one load serves both.
 
 Run with -s for the per-page numbers.
 """
@@ -25,7 +20,6 @@ from __future__ import annotations
 import os
 import pathlib
 import re
-from urllib.parse import unquote, urljoin, urlparse
 
 import pytest
 from browser_support import (
@@ -38,11 +32,8 @@ from browser_support import (
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 HTML = pathlib.Path(os.environ.get("POSENC_BOOK_HTML", ROOT / "_build" / "html")).resolve()
-CHAPTERS = sorted(p.stem for p in (ROOT / "chapters").glob("*.ipynb"))
 PHONE = {"width": 390, "height": 844}
 DESKTOP = {"width": 1280, "height": 900}
-MIN_TEXT_PX = 9.0
-MAX_SCREENS = 5.0
 
 require_book_and_chromium(HTML)
 pytest.importorskip("playwright.sync_api")
@@ -70,39 +61,6 @@ def open_page(browser, server):
 
 # Each explorer's canvas: backing-store width, shown width and height, the article's width,
 # and the device pixel ratio (explorer.js draws at the screen's density, as wide as the column).
-EXPLORER_CANVASES = """() => [...document.querySelectorAll('.posenc-explorer canvas')].map(c => [
-    c.width, c.clientWidth, c.clientHeight, c.closest('article').clientWidth,
-    window.devicePixelRatio])"""
-
-
-@pytest.fixture(scope="module")
-def desktop(browser, server):
-    """page path -> what the desktop checks read, each page loaded once at 1280 px."""
-    cache: dict[str, dict] = {}
-    context = browser.new_context(viewport=DESKTOP)
-    external = block_external(context, server)
-
-    def _measure(path: str) -> dict:
-        if path not in cache:
-            page = context.new_page()
-            page.goto(f"{server}/{path}", wait_until="networkidle")
-            page.evaluate(MATHJAX_DONE)
-            wait_for_explorers(page, HTML / path)
-            cache[path] = {
-                "url": page.url,
-                "figures": page.evaluate(FIGURES),
-                "tables": page.evaluate(TABLES),
-                "visuals": page.evaluate(VISUALS),
-                "explorer_canvases": page.evaluate(EXPLORER_CANVASES),
-                "external": list(external),
-            }
-            page.close()
-        return cache[path]
-
-    yield _measure
-    context.close()
-
-
 # --- Phone navigation ---------------------------------------------------------------------
 
 
@@ -185,155 +143,6 @@ def test_png_facts_reads_what_matplotlib_writes(tmp_path):
     assert facts["text"]["posenc:test"] == "7.5"
 
 
-FIGURES = """() => [...document.querySelectorAll('article img')]
-  .filter(i => !i.closest('.jupyter-widgets, .widget-subarea, .cell_input, .bd-header-article')
-            && i.naturalWidth > 64 && !i.src.startsWith('data:'))
-  .map(i => ({src: i.getAttribute('src'), natural: i.naturalWidth, shown: i.clientWidth,
-              caption: (i.closest('figure') && i.closest('figure').querySelector('.caption-number')
-                        || {}).textContent || ''}))"""
-
-
-@pytest.mark.parametrize("page_name", ["intro", *(f"chapters/{c}" for c in CHAPTERS)])
-def test_figure_text_is_readable_and_sharp(desktop, page_name):
-    from posenc_core.book.figures import TEXT_SIZE_KEY
-
-    found = desktop(f"{page_name}.html")
-    figures = found["figures"]
-    base = f"{urlparse(found['url']).path}"
-    problems, sizes = [], []
-    for fig in figures:
-        served = unquote(urlparse(urljoin(base, fig["src"])).path).lstrip("/")
-        facts = png_facts((HTML / served).read_bytes())
-        name = f"{fig['caption'].strip() or pathlib.Path(served).name[:12]}"
-        if TEXT_SIZE_KEY not in facts["text"]:
-            problems.append(f"{name}: no {TEXT_SIZE_KEY} (not drawn by posenc_core.book.figures?)")
-            continue
-        pt = float(facts["text"][TEXT_SIZE_KEY])
-        scale = fig["shown"] / fig["natural"]
-        shown_px = pt * facts["dpi"] / 72 * scale
-        sizes.append((name, round(shown_px, 1), fig["shown"]))
-        if shown_px < MIN_TEXT_PX:
-            problems.append(
-                f"{name}: smallest text {pt:g} pt shows at {shown_px:.1f} px "
-                f"({fig['natural']} px drawn, shown at {fig['shown']} px)"
-            )
-        if fig["natural"] < 2 * fig["shown"] - 2:
-            problems.append(f"{name}: {fig['natural']} px of image shown at {fig['shown']} px")
-    print(f"\n{page_name}: {len(figures)} figures; smallest text shown (px): {sizes}")
-    assert found["external"] == [], f"requests that left the machine: {found['external'][:3]}"
-    assert not problems, "\n".join(problems)
-
-
-# --- Tables -------------------------------------------------------------------------------
-
-TABLES = """() => [...document.querySelectorAll('article table')]
-  .filter(t => !t.closest('.jupyter-widgets, .cell_output, .genindextable'))
-  .map(t => {
-    const box = t.parentElement;
-    const caption = t.querySelector('caption');
-    const broken = [...t.querySelectorAll('td span.pasted-text')]
-      .filter(s => s.getClientRects().length > 1).map(s => s.textContent);
-    return {caption: caption ? caption.textContent.replace(/\\s+/g, ' ').trim().slice(0, 70) : '',
-            number: !!(caption && caption.querySelector('.caption-number')),
-            width: Math.round(t.getBoundingClientRect().width),
-            column: Math.round(document.querySelector('article.bd-article').clientWidth),
-            scrolls: box.scrollWidth > box.clientWidth + 1 || t.scrollWidth > t.clientWidth + 1,
-            broken};
-  })"""
-
-
-@pytest.mark.parametrize("chapter", CHAPTERS)
-def test_tables_are_numbered_captioned_and_fit(desktop, chapter):
-    tables = desktop(f"chapters/{chapter}.html")["tables"]
-    problems = []
-    for k, t in enumerate(tables, start=1):
-        name = t["caption"] or f"table {k} (no caption)"
-        if not t["number"]:
-            problems.append(f"{name}: no numbered caption")
-        if t["scrolls"] or t["width"] > t["column"] + 1:
-            problems.append(f"{name}: {t['width']} px in a {t['column']} px column")
-        if t["broken"]:
-            problems.append(f"{name}: numbers broken over lines: {t['broken'][:4]}")
-    print(f"\n{chapter}: {len(tables)} tables, widths {[t['width'] for t in tables]}")
-    assert not problems, "\n".join(problems)
-
-
-# --- Walls --------------------------------------------------------------------------------
-
-VISUALS = """() => {
-  const article = document.querySelector('article.bd-article');
-  const top = article.getBoundingClientRect().top + window.scrollY;
-  const sel = ['article img:not(.cell_input img)', 'article table', 'article .jupyter-widgets',
-    'article .widget-subarea', 'article div.chapter-box', 'article div.section-summary',
-    'article div.claim-cards', 'article figure'].join(',');
-  const spans = [...document.querySelectorAll(sel)]
-    .filter(e => e.getClientRects().length && !e.closest('.bd-header-article'))
-    .map(e => { const r = e.getBoundingClientRect();
-                return [r.top + window.scrollY - top, r.bottom + window.scrollY - top]; })
-    .filter(([a, b]) => b - a > 40)
-    .sort((x, y) => x[0] - y[0]);
-  return {height: article.getBoundingClientRect().height, spans};
-}"""
-
-
-def longest_gap(height: float, spans: list[list[float]]) -> tuple[float, float]:
-    """The longest stretch of [0, height] covered by none of ``spans``: (start, length)."""
-    best, reach = (0.0, 0.0), 0.0
-    for start, end in sorted(spans):
-        if start - reach > best[1]:
-            best = (reach, start - reach)
-        reach = max(reach, end)
-    if height - reach > best[1]:
-        best = (reach, height - reach)
-    return best
-
-
-def test_longest_gap_finds_the_uncovered_stretch():
-    assert longest_gap(100, [[10, 20], [15, 30], [70, 80]]) == (30, 40)
-    assert longest_gap(100, []) == (0, 100)
-    assert longest_gap(100, [[0, 95]]) == (95, 5)
-
-
-@pytest.mark.parametrize("chapter", CHAPTERS)
-def test_a_visual_at_least_every_five_screens(desktop, chapter):
-    found = desktop(f"chapters/{chapter}.html")["visuals"]
-    start, length = longest_gap(found["height"], found["spans"])
-    screens = length / DESKTOP["height"]
-    print(
-        f"\n{chapter}: {found['height'] / DESKTOP['height']:.1f} screens, "
-        f"{len(found['spans'])} visuals, longest stretch without one {screens:.1f} screens "
-        f"(from {start / DESKTOP['height']:.1f})"
-    )
-    assert screens <= MAX_SCREENS, (
-        f"{chapter}: {screens:.1f} screens without a figure, table, explorer or summary, "
-        f"starting {start:.0f} px into the article"
-    )
-
-
-# --- One sitting ----------------------------------------------------------------------------
-
-MAX_PAGE_SCREENS = 45.0
-MAX_PAGE_MINUTES = 60
-
-
-@pytest.mark.parametrize("chapter", CHAPTERS)
-def test_a_page_is_read_in_one_sitting(desktop, chapter):
-    """A chapter too long for one sitting is split into pages (chapters 6 and 7 were 47 and 48
-    screens, 71 and 75 minutes): every page is at most MAX_PAGE_SCREENS screens tall at 1280 px,
-    and the reading time its box gives is at most MAX_PAGE_MINUTES."""
-    screens = desktop(f"chapters/{chapter}.html")["visuals"]["height"] / DESKTOP["height"]
-    box = re.search(
-        r'class="[^"]*chapter-box.*?Reading time</strong> about (?:<[^>]+>)*(\d+)',
-        (HTML / "chapters" / f"{chapter}.html").read_text(encoding="utf-8"),
-        re.S,
-    )
-    assert box, f"{chapter}: no chapter box with a reading time at the top of the page"
-    minutes = int(box.group(1))
-    print(f"\n{chapter}: {screens:.1f} screens, {minutes} minutes")
-    assert screens <= MAX_PAGE_SCREENS, f"{chapter}: {screens:.1f} screens; split the page"
-    assert minutes <= MAX_PAGE_MINUTES, f"{chapter}: {minutes} minutes of reading; split the page"
-
-
 # --- Search -------------------------------------------------------------------------------
 
 
@@ -382,20 +191,3 @@ def test_search_snippets_show_formulas_as_text_not_tex(open_page, term):
     print(f"\n{term}: {len(hits)} snippets, {len(maths)} with a formula; e.g. {maths[:1]!r}")
     assert not bad, bad[:3]
     assert maths, "no snippet shows a formula: the search term no longer finds one"
-
-
-# --- Explorers ------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("chapter", CHAPTERS)
-def test_explorers_are_sharp_fit_the_column_and_keep_their_size(desktop, chapter):
-    """A canvas drawn at the screen's density (no blur), at most 672 px and within the
-    article, whose size does not change when a control changes what the label says."""
-    html = (HTML / "chapters" / f"{chapter}.html").read_text(encoding="utf-8")
-    if '"anywidget"' not in html:
-        pytest.skip(f"{chapter} has no explorer")
-    canvases = desktop(f"chapters/{chapter}.html")["explorer_canvases"]
-    assert canvases, f"{chapter}: no explorer was drawn"
-    for width, shown, height, article, dpr in canvases:
-        assert width == round(shown * dpr), (width, shown, dpr)  # one pixel per device pixel
-        assert 320 <= shown <= min(672, article) and height > 100, (shown, article, height)

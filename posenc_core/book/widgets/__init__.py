@@ -1,7 +1,8 @@
 """Interactive explorers for the chapters, computed and drawn in the reader's browser.
 
-One function per explorer: six of formulas in :mod:`~posenc_core.book.widgets.closed_form`
-and :func:`~posenc_core.book.widgets.measured.position_loss_explorer` of the study's curves.
+One function per explorer: six of formulas in :mod:`~posenc_core.book.widgets.closed_form`,
+:func:`~posenc_core.book.widgets.measured.position_loss_explorer` of the studies' curves and
+:func:`~posenc_core.book.widgets.mixing.mixing_explorer` of the mixing study's.
 Each returns an :class:`~posenc_core.book.widgets.explorer.Explorer`, an anywidget whose ES
 module ``explorer.js`` holds the controls, the formulas (float64, named after the core
 functions they mirror) and the drawing, so the static book runs without a kernel. With a
@@ -16,10 +17,11 @@ Hooks for tests: the root element has the classes ``posenc-explorer`` and
 <posenc_core.book.widgets.explorer.Explorer.compute>` returns) and ``draws``.
 """
 
-from posenc_core.book.widgets import closed_form, explorer, measured
+from posenc_core.book.widgets import closed_form, explorer, measured, mixing
 from posenc_core.book.widgets.closed_form import *  # noqa: F403
 from posenc_core.book.widgets.explorer import *  # noqa: F403
 from posenc_core.book.widgets.measured import *  # noqa: F403
+from posenc_core.book.widgets.mixing import *  # noqa: F403
 
 # Each module's own __all__ says what it offers; the package offers all of them.
-__all__ = [name for module in (explorer, closed_form, measured) for name in module.__all__]
+__all__ = [name for module in (explorer, closed_form, measured, mixing) for name in module.__all__]

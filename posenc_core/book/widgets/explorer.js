@@ -1737,13 +1737,23 @@ const EXPLORERS = {
     label(v, data, c) {
       const mean = (a) => a.reduce((s, x) => s + x, 0) / a.length;
       const shown = c.curves.find((cv) => cv.key === data.shown);
-      let text = `${this.describe(data.shown, c)} · mean over [${c.train_len / 2 | 0}, ${c.train_len}): ${mean(data.in_range).toFixed(3)} · over [${c.train_len}, ${c.positions}): ${mean(data.beyond).toFixed(3)}`;
+      const L = c.train_len;
+      // the means' ranges: of positions, or of the axis's own x (e.g. "d in [32, 64)", "d ≥ 64")
+      const sym = c.axes[shown.axis].symbol;
+      const near = `${sym ? `${sym} in ` : ""}[${L / 2 | 0}, ${L})`;
+      const far = sym ? `${sym} ≥ ${L}` : `[${L}, ${c.positions})`;
+      // three decimals, a minus sign where negative and none on a rounded zero (-0.0001)
+      const f3 = (x) => {
+        const r = Math.round(x * 1000) / 1000 + 0;
+        return (r < 0 ? "−" : "") + Math.abs(r).toFixed(3);
+      };
+      let text = `${this.describe(data.shown, c)} · mean over ${near}: ${f3(mean(data.in_range))} · over ${far}: ${f3(mean(data.beyond))}`;
       if (shown.reference !== null) {
         const r = c.references[shown.reference];
         const d1 = mean(data.in_range) - r.in_range_mean;
         const d2 = mean(data.beyond) - r.beyond_mean;
-        const sg = (x) => (Math.round(x * 1000) / 1000 + 0 < 0 ? "−" : "+") + Math.abs(x).toFixed(3);
-        text += ` · ${r.label}: ${r.in_range_mean.toFixed(3)} and ${r.beyond_mean.toFixed(3)} (difference ${sg(d1)} and ${sg(d2)})`;
+        const sg = (x) => (Math.round(x * 1000) / 1000 + 0 < 0 ? "" : "+") + f3(x);
+        text += ` · ${r.label}: ${f3(r.in_range_mean)} and ${f3(r.beyond_mean)} (difference ${sg(d1)} and ${sg(d2)})`;
       }
       const want = c.controls.map((p) => v[p.name]);
       if (!c.curves.some((cv) => cv.key.every((a, i) => a === null || a === want[i]))) {
@@ -1755,11 +1765,13 @@ const EXPLORERS = {
     },
     draw(ctx, W, data, v, c, state) {
       const L = c.train_len;
+      const shown = c.curves.find((cv) => cv.key === data.shown);
+      const axis = c.axes[shown.axis]; // the x values, labels and y limits of this measure
       const ax = new Axes(
         ctx,
         { x: 60, y: 26, w: W - 80, h: 250 },
         { lo: 0, hi: c.positions },
-        { lo: c.ylim[0], hi: c.ylim[1] },
+        { lo: axis.ylim[0], hi: axis.ylim[1] },
       );
       ctx.fillStyle = "#f1f1f1";
       ctx.fillRect(ax.X(0), ax.box.y, ax.X(L) - ax.X(0), ax.box.h);
@@ -1769,12 +1781,13 @@ const EXPLORERS = {
       ctx.textAlign = "left";
       ctx.textBaseline = "bottom";
       // the shaded range's label, on two lines where one is wider than the range
-      const said = `trained on 0..${L}`;
+      const said = axis.shade.replace("\n", " ");
       const bottom = ax.box.y + ax.box.h - 4;
       if (ctx.measureText(said).width <= ax.X(L) - ax.X(0) - 8) ctx.fillText(said, ax.X(0) + 4, bottom);
       else {
-        ctx.fillText("trained", ax.X(0) + 4, bottom - 13);
-        ctx.fillText(`on 0..${L}`, ax.X(0) + 4, bottom);
+        const [first, second = ""] = axis.shade.split("\n");
+        ctx.fillText(first, ax.X(0) + 4, bottom - 13);
+        ctx.fillText(second, ax.X(0) + 4, bottom);
       }
       ctx.restore();
       const xt = [];
@@ -1782,23 +1795,33 @@ const EXPLORERS = {
       for (let t = 0; t <= c.positions; t += L * Math.max(1, Math.ceil(c.positions / L / most))) {
         xt.push(t);
       }
-      ax.frame({ title: this.describe(data.shown, c), xlabel: "position", ylabel: c.ylabel, xticks: xt });
+      ax.frame({ title: this.describe(data.shown, c), xlabel: axis.xlabel, ylabel: axis.ylabel, xticks: xt });
+      if (axis.ylim[0] < 0 && axis.ylim[1] > 0) {
+        // y = 0 (e.g. nothing saved), over the grid, under the curves
+        ctx.save();
+        ctx.strokeStyle = "#777";
+        ctx.lineWidth = 1;
+        line(ctx, ax.X(0), ax.Y(0), ax.X(c.positions), ax.Y(0));
+        ctx.restore();
+      }
       const items = [];
-      const shown = c.curves.find((cv) => cv.key === data.shown);
+      const dots = axis.points; // values at a few x of their own (e.g. distances): marked
       const ref = shown.reference === null ? null : c.references[shown.reference];
       if (ref) {
         ax.band(ref.x, ref.low, ref.high, "#000");
-        ax.curve(ref.x, ref.mean, { color: "#000", dash: [5, 4], width: 1.4 });
+        ax.curve(ref.x, ref.mean, { color: "#000", dash: [5, 4], width: 1.4, dots });
         items.push({ label: ref.label, color: "#000", dash: [5, 4], band: true });
       }
       ax.band(data.x, data.low, data.high, COLORS[0]);
-      ax.curve(data.x, data.mean, { color: COLORS[0], width: 1.8 });
+      ax.curve(data.x, data.mean, { color: COLORS[0], width: 1.8, dots });
       state.pinned.forEach((i, j) => {
-        // a kept curve is dashed, drawn over the one shown (the first kept is the one shown)
+        // a kept curve is dashed, drawn over the one shown (the first kept is the one shown);
+        // one of another axis (another measure) is only named, beside the buttons
         const cv = c.curves[i];
+        if (cv.axis !== shown.axis) return;
         const color = COLORS[(j + 1) % COLORS.length];
         if (cv !== shown) ax.band(cv.x, cv.low, cv.high, color);
-        ax.curve(cv.x, cv.mean, { color, width: 2, dash: [6, 3] });
+        ax.curve(cv.x, cv.mean, { color, width: 2, dash: [6, 3], dots });
         items.push({ label: `kept: ${this.describe(cv.key, c)}`, color, dash: [6, 3] });
       });
       const seeds = c.n_seeds ? `mean over ${c.n_seeds} seeds, band min to max` : "mean over seeds, band min to max";
@@ -1962,9 +1985,10 @@ function render({ model, el }) {
           controlOf[p.name].enableOptions((o) => kind.reachable(v, c, i, o), "no curve for this choice");
         }
       });
-      kept.textContent = state.pinned.length
-        ? `kept (dashed): ${state.pinned.map((i) => kind.describe(c.curves[i].key, c)).join("; ")}`
-        : "";
+      const here = c.curves.find((cv) => cv.key === shown).axis;
+      const said = (i) =>
+        kind.describe(c.curves[i].key, c) + (c.curves[i].axis === here ? "" : " (another measure: not drawn)");
+      kept.textContent = state.pinned.length ? `kept (dashed): ${state.pinned.map(said).join("; ")}` : "";
     }
     root.posenc = { spec, values: { ...v }, data, draws, ms: performance.now() - t0, model };
     root.dataset.values = JSON.stringify(v);

@@ -30,7 +30,7 @@ LOSS = "loss by position"
 """The measure of held-out loss at each position 0 .. 8L - 1 (nats per byte)."""
 
 RETRIEVAL = "retrieval by distance"
-"""The measure of the retrieval probe: control minus copy at each distance d (nats per byte)."""
+"""The measure of the retrieval probe, control minus copy at each distance d (nats per byte)."""
 
 MODEL_LABELS = {
     "rope": "RoPE everywhere",

@@ -583,19 +583,31 @@ function colour_bar(ctx, box, lo, hi, direction, title) {
 }
 
 function legend(ctx, x, y, items) {
-  // items: [{label, color, dash, band}] in one row from (x, y), wrapping at the canvas edge
+  // items: [{label, color, dash, band}] in one row from (x, y), wrapping at the canvas edge; an
+  // item whose row would pass the canvas's bottom is left out with those after it, and "…"
+  // ends the last row drawn (the words beside the controls name everything)
   ctx.save();
   ctx.font = SMALL;
   ctx.textBaseline = "middle";
   let px = x;
   let py = y;
-  const right = ctx.canvas.width / (ctx.getTransform().a || 1) - 8;
+  const t = ctx.getTransform();
+  const right = ctx.canvas.width / (t.a || 1) - 8;
+  const bottom = (ctx.canvas.height - t.f) / (t.d || 1);
   for (const it of items) {
     const w = 26 + ctx.measureText(it.label).width + 14;
-    if (px + w > right && px > x) {
-      px = x;
-      py += 16;
+    const wraps = px + w > right && px > x;
+    const nx = wraps ? x : px;
+    const ny = wraps ? py + 16 : py;
+    // wider than a whole row (a phone): two lines, and the next item on a row of its own
+    const lines = nx + w <= right + 14 ? [it.label] : wrap(ctx, it.label, right - nx - 26, 2);
+    if (ny + 13 * (lines.length - 1) + 6 > bottom) {
+      ctx.fillStyle = MUTED;
+      ctx.fillText("…", Math.min(px, right - 8), py);
+      break;
     }
+    px = nx;
+    py = ny;
     if (it.band) {
       ctx.globalAlpha = 0.22;
       ctx.fillStyle = it.color;
@@ -608,16 +620,9 @@ function legend(ctx, x, y, items) {
     line(ctx, px, py, px + 20, py);
     ctx.setLineDash([]);
     ctx.fillStyle = INK;
-    if (px + w <= right + 14) {
-      ctx.fillText(it.label, px + 26, py);
-      px += w;
-      continue;
-    }
-    // wider than a whole row (a phone): two lines, and the next item on a row of its own
-    const lines = wrap(ctx, it.label, right - px - 26, 2);
     lines.forEach((text, i) => ctx.fillText(text, px + 26, py + 13 * i));
     py += 13 * (lines.length - 1);
-    px = right;
+    px = lines.length > 1 ? right : px + w;
   }
   ctx.restore();
   return py;
@@ -1822,7 +1827,9 @@ const EXPLORERS = {
         const color = COLORS[(j + 1) % COLORS.length];
         if (cv !== shown) ax.band(cv.x, cv.low, cv.high, color);
         ax.curve(cv.x, cv.mean, { color, width: 2, dash: [6, 3], dots });
-        items.push({ label: `kept: ${this.describe(cv.key, c)}`, color, dash: [6, 3] });
+        // named by what differs from the curve shown (the title names that one)
+        const own = cv.key.map((a, k) => (a === shown.key[k] ? null : a));
+        items.push({ label: `kept: ${this.describe(own, c) || "the curve shown"}`, color, dash: [6, 3] });
       });
       const seeds = c.n_seeds ? `mean over ${c.n_seeds} seeds, band min to max` : "mean over seeds, band min to max";
       items.unshift({ label: `shown (${seeds})`, color: COLORS[0], band: true });

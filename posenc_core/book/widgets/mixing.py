@@ -94,9 +94,9 @@ def mixing_curves(
 
     Keys are ``(measure, model, bug)``: measure :data:`LOSS` (the held-out loss at each
     position) or :data:`RETRIEVAL` (control minus copy at each probe distance, the nats per byte
-    that the first copy saves); model a label of :data:`MODEL_LABELS`; bug ``"none"`` for a
-    layout that has bugs, a label of :data:`BUG_LABELS`, or None for a layout without (a key
-    then ``(measure, model)`` when ``bugs`` is False). A layout is measured over every held-out
+    that the first copy saves); model a label of :data:`MODEL_LABELS`; bug ``"none"`` (the
+    layout as trained) or a label of :data:`BUG_LABELS` (keys ``(measure, model)`` when
+    ``bugs`` is False). A layout is measured over every held-out
     window (its reference the first layout, RoPE in every layer); a bug over the study's
     secondary windows and samples, its reference its own layout on the same ones (paired).
 
@@ -144,7 +144,7 @@ def mixing_curves(
     for measure, pick in measures.items():
         reference = per_seed("runs", layouts[0], pick)
         for name in layouts:
-            tail = ((NO_BUG if name in buggy else None),) if bugs else ()
+            tail = (NO_BUG,) if bugs else ()
             key = (measure, label(name), *tail)
             curves[key] = reference if name == layouts[0] else per_seed("runs", name, pick)
             if name != layouts[0]:

@@ -85,6 +85,16 @@ def test_seed_means_average_both_measures_over_seeds():
     assert means["pi", 8] == pytest.approx((2.5, 0.2))
 
 
+def test_points_are_each_seed_loss_and_retrieval_at_one_factor():
+    pts = mr.points(mr.method_table(*_results(TABLE)), 4)
+    assert list(pts) == ["finetuned-pi", "ntk", "pi"]
+    assert pts["pi"][0] == pytest.approx([2.0, 2.2])
+    assert pts["pi"][1] == pytest.approx([0.5, 0.1])
+    assert mr.points(mr.method_table(*_results(TABLE)), 1) == {
+        "none": (pytest.approx([3.0, 3.2]), pytest.approx([0.1, 0.2]))
+    }
+
+
 def test_one_seed_ranking_lists_the_swapped_pairs_and_kendall_tau():
     """Seed 0, factor 4: by loss ft-pi < ntk < pi < none; by retrieval ft-pi 0.8, pi 0.5, then
     ntk and none tied at 0.1. Of the 6 pairs: (ntk, pi) swaps, (ntk, none) ties, the other 4
@@ -112,6 +122,13 @@ def test_the_ranking_across_seeds_uses_the_seed_means():
     no_reference = mr.rankings(rows, 4, seed=1, reference=False)
     assert no_reference.swaps == [] and no_reference.tau == 1.0
     assert mr.rankings(rows, 8).by_loss == ["pi", "none"]
+
+
+def test_seed_swaps_count_the_seeds_on_which_each_pair_swaps():
+    """Seed 0 swaps (ntk, pi) only, seed 1 (pi, none) only (see the two tests above)."""
+    rows = mr.method_table(*_results(TABLE))
+    assert mr.seed_swaps(rows, 4) == {("ntk", "pi"): 1, ("pi", "none"): 1}
+    assert mr.seed_swaps(rows, 4, reference=False) == {("ntk", "pi"): 1}
 
 
 def test_reversed_orders_give_tau_minus_one():

@@ -71,7 +71,8 @@ def loss_retrieval_figure(
                     f"lists, got shapes {x.shape} and {y.shape}"
                 )
             face = colour if filled else "white"
-            ax.scatter(x, y, s=12, color=colour, alpha=0.55, lw=0, zorder=3)
+            ax.scatter(x, y, s=14, facecolors=face if filled else "none", edgecolors=colour,
+                       lw=0 if filled else 0.9, alpha=0.6, zorder=3)  # fmt: skip
             handles[label] = ax.plot(
                 [x.mean()], [y.mean()], ls="none", marker=marker, ms=8, mfc=face, mec=colour,
                 mew=1.6, zorder=4, label=label,

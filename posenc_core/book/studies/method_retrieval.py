@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["MethodRow", "Ranking", "method_table", "seed_means", "rankings"]
+__all__ = ["MethodRow", "Ranking", "method_table", "seed_means", "points", "rankings", "seed_swaps"]
 
 _TIE = 1e-9  # nats per byte: closer than this is a tie (the results are rounded to 1e-4)
 
@@ -138,6 +138,18 @@ def seed_means(rows: Sequence[MethodRow]) -> dict[tuple[str, int], tuple[float, 
     }
 
 
+def points(rows: Sequence[MethodRow], factor: int) -> dict[str, tuple[list[float], list[float]]]:
+    """``{method: (losses beyond L, retrievals)}`` at ``factor``, one value per seed (by seed),
+    as :func:`~posenc_core.book.figures.loss_retrieval_figure` draws them."""
+    out: dict[str, tuple[list[float], list[float]]] = {}
+    for r in sorted(rows, key=lambda r: r.seed):
+        if r.factor == factor:
+            xs, ys = out.setdefault(r.method, ([], []))
+            xs.append(r.loss_beyond)
+            ys.append(r.retrieval)
+    return out
+
+
 def rankings(
     rows: Sequence[MethodRow], factor: int, *, seed: int | None = None, reference: bool = True
 ) -> Ranking:
@@ -177,3 +189,14 @@ def rankings(
             agree += 1
     pairs = len(by_loss) * (len(by_loss) - 1) // 2
     return Ranking(by_loss, by_retrieval, (agree - len(swaps)) / pairs, swaps)
+
+
+def seed_swaps(rows: Sequence[MethodRow], factor: int, *, reference: bool = True) -> dict:
+    """On how many seeds each pair at ``factor`` is swapped: ``{(a, b): n}`` for every pair that
+    :func:`rankings` of some seed lists as ``(a, b, ...)`` (a before b by loss, behind it by
+    retrieval on that seed's model)."""
+    counts: dict[tuple[str, str], int] = {}
+    for seed in sorted({r.seed for r in rows}):
+        for a, b, *_ in rankings(rows, factor, seed=seed, reference=reference).swaps:
+            counts[a, b] = counts.get((a, b), 0) + 1
+    return counts

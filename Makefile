@@ -117,11 +117,14 @@ clean:
 # The studies the chapters report (about 22 minutes on this 2-core AMD VM): the encoder tasks
 # (chapter 5) and the causal language model on Pygments' source with its long-context methods
 # (chapters 5 and 7; it also writes the checkpoints the chapters load), then the measurements of
-# the trained models that chapters 8 and 9 load (posenc_core.book.studies.evaluations). Rerun it whenever
-# a study module or a module it hashes changes: tests check all three results files.
+# the trained models that chapters 8 and 9 load (posenc_core.book.studies.evaluations), and the mixed
+# layer layouts of chapter 10 (posenc_core.book.studies.mixing_study, after the language-model study:
+# it probes that study's RoPE checkpoints). Rerun it whenever a study module or a module it hashes
+# changes: tests check all four results files.
 study: $(VENV)/.reader-ok
 	@start=$$(date +%s); \
 	$(PY) -m posenc_core.book.studies.encoder_study --out posenc_core/book/data/learned_vs_fixed.json || exit 1; \
 	$(PY) -m posenc_core.book.studies.lm_study --out posenc_core/book/data/lm_study.json || exit 1; \
 	$(PY) -m posenc_core.book.studies.evaluations --out posenc_core/book/data/evaluations.json || exit 1; \
+	$(PY) -m posenc_core.book.studies.mixing_study --out posenc_core/book/data/mixing_study.json || exit 1; \
 	echo "Studies done in $$(( $$(date +%s) - start )) s".

@@ -584,8 +584,9 @@ function colour_bar(ctx, box, lo, hi, direction, title) {
 
 function legend(ctx, x, y, items) {
   // items: [{label, color, dash, band}] in one row from (x, y), wrapping at the canvas edge; an
-  // item whose row would pass the canvas's bottom is left out with those after it, and "…"
-  // ends the last row drawn (the words beside the controls name everything)
+  // item whose row would pass the canvas's bottom is left out with those after it, counted
+  // ("+2 more") at the end of the last row or below it where there is room (words beside the
+  // controls name everything a legend holds)
   ctx.save();
   ctx.font = SMALL;
   ctx.textBaseline = "middle";
@@ -594,7 +595,7 @@ function legend(ctx, x, y, items) {
   const t = ctx.getTransform();
   const right = ctx.canvas.width / (t.a || 1) - 8;
   const bottom = (ctx.canvas.height - t.f) / (t.d || 1);
-  for (const it of items) {
+  for (const [k, it] of items.entries()) {
     const w = 26 + ctx.measureText(it.label).width + 14;
     const wraps = px + w > right && px > x;
     const nx = wraps ? x : px;
@@ -602,8 +603,10 @@ function legend(ctx, x, y, items) {
     // wider than a whole row (a phone): two lines, and the next item on a row of its own
     const lines = nx + w <= right + 14 ? [it.label] : wrap(ctx, it.label, right - nx - 26, 2);
     if (ny + 13 * (lines.length - 1) + 6 > bottom) {
+      const more = `+${items.length - k} more`;
       ctx.fillStyle = MUTED;
-      ctx.fillText("…", Math.min(px, right - 8), py);
+      if (px + ctx.measureText(more).width <= right) ctx.fillText(more, px, py);
+      else if (py + 16 + 6 <= bottom) ctx.fillText(more, x, py + 16);
       break;
     }
     px = nx;

@@ -7,6 +7,7 @@ curves travel with the page as numbers.
 from __future__ import annotations
 
 import re
+import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -433,6 +434,7 @@ def _points_figure(title: str, band: tuple, reference: tuple | None, L: int, P: 
     if lo_y < 0 < hi_y:
         ax.axhline(0, color="0.35", lw=0.8, zorder=2)
     style.length_ticks(ax, L, P)
+    title = textwrap.fill(title, 56)  # the column's width at the title's size
     ax.set(xlim=(0, P), ylim=(lo_y, hi_y), title=title, xlabel=axis["xlabel"],
            ylabel=axis["ylabel"])  # fmt: skip
     ax.grid(alpha=0.3)

@@ -20,8 +20,17 @@ from matplotlib.text import Text
 
 import posenc_core as pc
 from posenc_core.book import figures
-from posenc_core.book.figures import curves, geometry, matrices, overview, several_axes, style
+from posenc_core.book.figures import (
+    curves,
+    geometry,
+    layer_strips,
+    matrices,
+    overview,
+    several_axes,
+    style,
+)
 from posenc_core.book.notebook import BUILD_ENV
+from posenc_core.book.real_configs import REAL_CONFIGS
 
 
 @pytest.fixture(autouse=True)
@@ -159,6 +168,9 @@ CALLS = {
         train_len=64,
     ),
 }
+CALLS["layer_strips_figure"] = lambda: figures.layer_strips_figure(
+    {name: pc.rope.layer_plan(REAL_CONFIGS[name]) for name in ("Llama 4 Scout", "Gemma 3 27B")}
+)
 if hasattr(figures, "base_bound_figure"):  # chapter 3's figure (another module, same style)
     CALLS["base_bound_figure"] = lambda: figures.base_bound_figure(
         [1024, 4096, 32768], [4e3, 2e4, 5e5], published={"Men et al.": [5e3, 2.5e4, 6e5]},
@@ -167,9 +179,9 @@ if hasattr(figures, "base_bound_figure"):  # chapter 3's figure (another module,
 
 
 def test_every_figure_function_has_a_representative_call():
-    modules = (curves, geometry, matrices, overview, several_axes)
+    modules = (curves, geometry, layer_strips, matrices, overview, several_axes)
     drawn = {name for m in modules for name in m.__all__ if callable(getattr(m, name))}
-    assert drawn - {"seed_band"} <= set(CALLS), drawn - set(CALLS)
+    assert drawn - {"seed_band", "plan_summary"} <= set(CALLS), drawn - set(CALLS)
 
 
 def _state(fig) -> tuple:

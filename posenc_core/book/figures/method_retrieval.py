@@ -45,7 +45,7 @@ def loss_retrieval_figure(
         xlabel, ylabel: axis labels; height: inches per row of panels.
 
     Returns:
-        the figure: the same colour and marker for a label in every panel, one legend below.
+        the figure (a label has the same colour and marker in every panel; one legend below).
 
     Raises:
         ValueError: no panels, or a label's losses and retrievals differ in length or are empty.

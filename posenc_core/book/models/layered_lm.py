@@ -80,6 +80,9 @@ class PlannedAttention(nn.Module):
         score_scale: float = 1.0,
         attend: Any = None,
     ) -> torch.Tensor:
+        """The layer's output ``(b, s, d)`` from ``x`` ``(b, s, d)``: the options of
+        :meth:`~posenc_core.book.models.byte_lm.ByteLM.forward` (``rotate`` is not used: a
+        layer's rotation is its plan's)."""
         b, s, d = x.shape
         q, k, v = self.qkv(x).view(b, s, 3, self.n_heads, d // self.n_heads).unbind(2)
         q, k, v = (t.transpose(1, 2) for t in (q, k, v))  # (b, h, s, d_h) each

@@ -185,7 +185,7 @@ class MixingConfig(options.Options):
 
     @property
     def eval_len(self) -> int:
-        """8L: the evaluation windows' length."""
+        """The length of the evaluation windows, 8L."""
         return self.eval_factor * self.train_len
 
     @property
@@ -363,7 +363,8 @@ BUGS: dict[str, MixBug] = {
 trained layout."""
 
 SCALING = ("global", "all")
-"""Where a scaling method goes: the global layers only (as OLMo 3 and Gemma 3 do) or every layer."""
+"""The two placements of a scaling method, the global layers only (as OLMo 3 and Gemma 3 place
+it) or every layer."""
 
 
 # ----------------------------------------------------------------------------- training
@@ -591,7 +592,7 @@ _CURVES = ("runs", "bugs", "scaling", "methods")
 
 
 def load_results(path: str | pathlib.Path | None = None) -> dict[str, Any]:
-    """Read a results file (None: the committed one, :data:`RESULTS_FILE`)."""
+    """Read a results file (None: the committed one, in ``posenc_core/book/data/``)."""
     return json.loads(pathlib.Path(RESULTS_FILE if path is None else path).read_text("utf-8"))
 
 

@@ -100,7 +100,6 @@ def test_a_changed_checkpoint_is_refused(tiny, tmp_path):
         ms.load_layered("rope", 0, results=tmp_path / "mixing_study.json")
 
 
-@pytest.mark.skipif(not ms.RESULTS_FILE.exists(), reason="no committed mixing study yet")
 def test_committed_results_are_not_stale():
     res = ms.load_results()
     assert ms.is_stale(res) == [], (

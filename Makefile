@@ -114,7 +114,8 @@ fonts: $(VENV)/.test-ok vendor
 clean:
 	rm -rf $(VENV) _build _vendor/site .pytest_cache .hypothesis
 
-# The studies the chapters report (about 22 minutes on this 2-core AMD VM): the encoder tasks
+# The studies the chapters report (about 35 minutes on this 2-core AMD VM for the first three, and
+# about 40 more for the mixing study, whose one-thread runs took 39 CPU-minutes): the encoder tasks
 # (chapter 5) and the causal language model on Pygments' source with its long-context methods
 # (chapters 5 and 7; it also writes the checkpoints the chapters load), then the measurements of
 # the trained models that chapters 8 and 9 load (posenc_core.book.studies.evaluations), and the mixed

@@ -54,6 +54,7 @@ export function load_model(arch, tensors) {
   }
   if (arch.table && arch.table.kind === "learned") need["pos.weight"] = arch.table.rows * d;
   if (arch.bias && arch.bias.kind === "t5") need["bias.bias.relative_attention_bias.weight"] = arch.bias.num_buckets * arch.n_heads;
+  if (d % arch.n_heads || (d / arch.n_heads) % 2) throw new RangeError(`${arch.n_heads} heads do not split d_model ${d} into even widths`);
   for (const [name, size] of Object.entries(need)) {
     if (!tensors[name]) throw new RangeError(`the checkpoint of ${arch.name} lacks ${name}`);
     if (tensors[name].length !== size) throw new RangeError(`${name}: ${tensors[name].length} values, expected ${size}`);
@@ -196,16 +197,38 @@ function layer_norm(x, s, d, g, b) {
   return y;
 }
 
-// y (s x n) = x (s x m) W^T + b, W (n x m) as nn.Linear stores it
+// y (s x n) = x (s x m) W^T + b, W (n x m) as nn.Linear stores it; two rows of x by four rows
+// of W at a time (eight sums in registers: each value read from memory serves two or four
+// products). A row past the end repeats the last one and is not stored.
 function linear(x, s, m, W, b, n) {
   const y = new Float64Array(s * n);
-  for (let t = 0; t < s; t++) {
-    const xo = t * m;
-    for (let o = 0; o < n; o++) {
-      const wo = o * m;
-      let acc = b ? b[o] : 0;
-      for (let i = 0; i < m; i++) acc += x[xo + i] * W[wo + i];
-      y[t * n + o] = acc;
+  for (let t = 0; t < s; t += 2) {
+    const x0 = t * m;
+    const x1 = Math.min(t + 1, s - 1) * m;
+    const two = t + 1 < s;
+    for (let o = 0; o < n; o += 4) {
+      const w0 = o * m;
+      const w1 = Math.min(o + 1, n - 1) * m;
+      const w2 = Math.min(o + 2, n - 1) * m;
+      const w3 = Math.min(o + 3, n - 1) * m;
+      let a0 = 0, a1 = 0, a2 = 0, a3 = 0, c0 = 0, c1 = 0, c2 = 0, c3 = 0;
+      for (let i = 0; i < m; i++) {
+        const u = x[x0 + i];
+        const v = x[x1 + i];
+        const p = W[w0 + i];
+        const q = W[w1 + i];
+        const r = W[w2 + i];
+        const z = W[w3 + i];
+        a0 += u * p; a1 += u * q; a2 += u * r; a3 += u * z;
+        c0 += v * p; c1 += v * q; c2 += v * r; c3 += v * z;
+      }
+      const y0 = t * n + o;
+      const y1 = y0 + n;
+      y[y0] = a0 + (b ? b[o] : 0);
+      if (two) y[y1] = c0 + (b ? b[o] : 0);
+      if (o + 1 < n) { y[y0 + 1] = a1 + (b ? b[o + 1] : 0); if (two) y[y1 + 1] = c1 + (b ? b[o + 1] : 0); }
+      if (o + 2 < n) { y[y0 + 2] = a2 + (b ? b[o + 2] : 0); if (two) y[y1 + 2] = c2 + (b ? b[o + 2] : 0); }
+      if (o + 3 < n) { y[y0 + 3] = a3 + (b ? b[o + 3] : 0); if (two) y[y1 + 3] = c3 + (b ? b[o + 3] : 0); }
     }
   }
   return y;
@@ -240,22 +263,88 @@ function erfc_pos(x) {
 
 // ---------------------------------------------------------------------------- the pass
 
-// the additive bias of head hd for query i and key j (ALiBi or T5), 0 without one
-function scheme_bias(arch, w, hd) {
+// the additive bias of head hd at each distance i - j = 0 .. s - 1 (ALiBi or T5), or null
+function scheme_bias(arch, w, hd, s) {
   const b = arch.bias;
   if (!b) return null;
+  const out = new Float64Array(s);
   if (b.kind === "alibi") {
-    const m = b.slopes[hd];
-    return (i, j) => -m * (i - j);
+    for (let n = 0; n < s; n++) out[n] = -b.slopes[hd] * n;
+    return out;
   }
   if (b.kind === "t5") {
     const table = w["bias.bias.relative_attention_bias.weight"];  // (buckets, h)
-    const h = arch.n_heads;
     const buckets = b.buckets;  // bucket of each distance 0 .. buckets.length - 1
     const last = buckets[buckets.length - 1];
-    return (i, j) => table[(i - j < buckets.length ? buckets[i - j] : last) * h + hd];
+    for (let n = 0; n < s; n++) out[n] = table[(n < buckets.length ? buckets[n] : last) * arch.n_heads + hd];
+    return out;
   }
   throw new RangeError(`unknown bias ${b.kind}`);
+}
+
+// exp(x) for x <= 0 to about 1e-8 relative (float32's exp is good to 1e-7), faster than
+// Math.exp: x = k ln 2 + r with |r| <= ln(2) / 2, exp(r) by its Taylor series to r^7 (the next
+// term is below 6e-9), times 2^k from a table
+const LN2_HI = 6.93147180369123816490e-1;
+const LN2_LO = 1.90821492927058770002e-10;
+const POW2 = Float64Array.from({ length: 1076 }, (_, k) => Math.pow(2, -k));  // 2^-k
+export function exp_negative(x) {
+  if (!(x > -745)) return x === x ? 0 : NaN;
+  const k = Math.floor(x * Math.LOG2E + 0.5);  // k <= 0
+  const r = x - k * LN2_HI - k * LN2_LO;
+  const p = 1 + r * (1 + r * (0.5 + r * (1 / 6 + r * (1 / 24 + r * (1 / 120 + r * (1 / 720 + r / 5040))))));
+  return p * POW2[-k];
+}
+
+// one query's scores against keys lo .. i into row (times scale), for head width 16: the query
+// held in locals, so each key costs 16 loads (the generic loop reloads the query too)
+function scores16(q, qi, k, lo, i, row, scale) {
+  const q0 = q[qi + 0], q1 = q[qi + 1], q2 = q[qi + 2], q3 = q[qi + 3], q4 = q[qi + 4], q5 = q[qi + 5], q6 = q[qi + 6], q7 = q[qi + 7], q8 = q[qi + 8], q9 = q[qi + 9], q10 = q[qi + 10], q11 = q[qi + 11], q12 = q[qi + 12], q13 = q[qi + 13], q14 = q[qi + 14], q15 = q[qi + 15];
+  for (let j = lo; j <= i; j++) {
+    const kj = j * 16;
+    row[j] = (q0 * k[kj + 0] + q1 * k[kj + 1] + q2 * k[kj + 2] + q3 * k[kj + 3] + q4 * k[kj + 4] + q5 * k[kj + 5] + q6 * k[kj + 6] + q7 * k[kj + 7] + q8 * k[kj + 8] + q9 * k[kj + 9] + q10 * k[kj + 10] + q11 * k[kj + 11] + q12 * k[kj + 12] + q13 * k[kj + 13] + q14 * k[kj + 14] + q15 * k[kj + 15]) * scale;
+  }
+}
+
+// y[out .. out + 16] = scale * sum over keys lo .. i of row[j] v_j, for head width 16, in locals
+function mix16(row, v, lo, i, y, out, scale) {
+  let a0 = 0, a1 = 0, a2 = 0, a3 = 0, a4 = 0, a5 = 0, a6 = 0, a7 = 0, a8 = 0, a9 = 0, a10 = 0, a11 = 0, a12 = 0, a13 = 0, a14 = 0, a15 = 0;
+  for (let j = lo; j <= i; j++) {
+    const wj = row[j];
+    const vj = j * 16;
+    a0 += wj * v[vj + 0];
+    a1 += wj * v[vj + 1];
+    a2 += wj * v[vj + 2];
+    a3 += wj * v[vj + 3];
+    a4 += wj * v[vj + 4];
+    a5 += wj * v[vj + 5];
+    a6 += wj * v[vj + 6];
+    a7 += wj * v[vj + 7];
+    a8 += wj * v[vj + 8];
+    a9 += wj * v[vj + 9];
+    a10 += wj * v[vj + 10];
+    a11 += wj * v[vj + 11];
+    a12 += wj * v[vj + 12];
+    a13 += wj * v[vj + 13];
+    a14 += wj * v[vj + 14];
+    a15 += wj * v[vj + 15];
+  }
+  y[out + 0] = a0 * scale;
+  y[out + 1] = a1 * scale;
+  y[out + 2] = a2 * scale;
+  y[out + 3] = a3 * scale;
+  y[out + 4] = a4 * scale;
+  y[out + 5] = a5 * scale;
+  y[out + 6] = a6 * scale;
+  y[out + 7] = a7 * scale;
+  y[out + 8] = a8 * scale;
+  y[out + 9] = a9 * scale;
+  y[out + 10] = a10 * scale;
+  y[out + 11] = a11 * scale;
+  y[out + 12] = a12 * scale;
+  y[out + 13] = a13 * scale;
+  y[out + 14] = a14 * scale;
+  y[out + 15] = a15 * scale;
 }
 
 // permute the query and key rows of a fused qkv weight (3d x d) or bias (3d) within each head:
@@ -276,7 +365,8 @@ function permute_qk(t, d, n_heads, perm, cols) {
 }
 
 // Next-byte logits (s x 256, Float64Array) of `tokens` (bytes, length s >= 1) under `run`;
-// with `want = {layer, head}` also that head's attention weights (s x s, row i over keys 0 .. i)
+// with `want = {layer, head}` also that head's attention weights (s x s, row i over keys 0 .. i),
+// with `want = "all"` every head's, maps[layer][head]
 export function forward(model, tokens, run = {}, want = null) {
   const { arch, w } = model;
   const s = tokens.length;
@@ -296,7 +386,6 @@ export function forward(model, tokens, run = {}, want = null) {
     for (let i = 0; i < d; i++) x[t * d + i] = E[b * d + i] * arch.embed_scale;
   }
   if (arch.table) add_table(x, arch, w, positions);
-  const doc = run.doc_len ? (i, j) => Math.floor(i / run.doc_len) === Math.floor(j / run.doc_len) : null;
   let attn = null;
   for (let l = 0; l < plan.length; l++) {
     const p = `blocks.${l}.`;
@@ -311,7 +400,8 @@ export function forward(model, tokens, run = {}, want = null) {
     const xs = layer.rope && layer.rope.xpos ? xpos_scales(layer.rope.xpos, positions, dh) : null;
     const y = new Float64Array(s * d);
     const sinks = layer.sinks ? w[p + "attn.sinks"] : null;
-    const keep = want && want.layer === l;
+    const keep = want === "all" || (want && want.layer === l);
+    const maps = [];
     for (let hd = 0; hd < h; hd++) {
       const q = new Float64Array(s * dh);
       const k = new Float64Array(s * dh);
@@ -336,36 +426,47 @@ export function forward(model, tokens, run = {}, want = null) {
           for (let i = 0; i < dh; i++) q[t * dh + i] *= f;
         }
       }
-      const bias = scheme_bias(arch, w, hd);
-      const map = keep && want.head === hd ? new Float32Array(s * s) : null;
+      const bias = scheme_bias(arch, w, hd, s);
+      const map = keep && (want === "all" || want.head === hd) ? new Float32Array(s * s) : null;
       const scale = 1 / Math.sqrt(dh);
       const row = new Float64Array(s);
       for (let i = 0; i < s; i++) {
         let lo = 0;
         if (layer.window) lo = Math.max(0, i - layer.window + 1);
         else if (layer.chunk) lo = i - (i % layer.chunk);
+        if (run.doc_len) lo = Math.max(lo, i - (i % run.doc_len));  // a document mask
         let top = sinks ? sinks[hd] : -Infinity;
+        const qi = i * dh;
+        if (dh === 16) scores16(q, qi, k, lo, i, row, scale);
+        else {
+          for (let j = lo; j <= i; j++) {
+            let dot = 0;
+            for (let c = 0; c < dh; c++) dot += q[qi + c] * k[j * dh + c];
+            row[j] = dot * scale;
+          }
+        }
         for (let j = lo; j <= i; j++) {
-          if (doc && !doc(i, j)) { row[j] = -Infinity; continue; }
-          let acc = 0;
-          for (let c = 0; c < dh; c++) acc += q[i * dh + c] * k[j * dh + c];
-          acc *= scale;
-          if (bias) acc += bias(i, j);
-          row[j] = acc;
-          if (acc > top) top = acc;
+          if (bias) row[j] += bias[i - j];
+          if (row[j] > top) top = row[j];
         }
         let sum = sinks ? Math.exp(sinks[hd] - top) : 0;
-        for (let j = lo; j <= i; j++) { const e = Math.exp(row[j] - top); row[j] = e; sum += e; }
+        for (let j = lo; j <= i; j++) { const e = exp_negative(row[j] - top); row[j] = e; sum += e; }
+        const inv = 1 / sum;  // the weights are row[j] / sum
+        if (map) for (let j = lo; j <= i; j++) map[i * s + j] = row[j] * inv;
         const out = i * d + hd * dh;
-        for (let j = lo; j <= i; j++) {
-          const wj = row[j] / sum;
-          if (map) map[i * s + j] = wj;
-          if (wj === 0) continue;
-          for (let c = 0; c < dh; c++) y[out + c] += wj * v[j * dh + c];
+        if (dh === 16) mix16(row, v, lo, i, y, out, inv);
+        else {
+          for (let c = 0; c < dh; c++) {
+            let a = 0;
+            for (let j = lo; j <= i; j++) a += row[j] * v[j * dh + c];
+            y[out + c] = a * inv;
+          }
         }
       }
-      if (map) attn = map;
+      if (map) maps.push(map);
     }
+    if (want === "all") (attn ||= []).push(maps);
+    else if (maps.length) attn = maps[0];
     const o = linear(y, s, d, w[p + "attn.proj.weight"], w[p + "attn.proj.bias"], d);
     for (let i = 0; i < s * d; i++) x[i] += o[i];
     const m = layer_norm(x, s, d, w[p + "ln2.weight"], w[p + "ln2.bias"]);

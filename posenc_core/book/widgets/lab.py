@@ -65,6 +65,11 @@ __all__ = [
     "excerpts",
     "lab_spec",
     "engine_source",
+    "WEIGHTS_BASE",
+    "DEFAULTS",
+    "change_of",
+    "ModelLab",
+    "model_lab",
 ]
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -548,3 +553,157 @@ def run_spec_defaults(spec: Mapping[str, Any]) -> dict[str, Any]:
     return {"positions": {"kind": "plain"}, "doc_len": None, "qk_weight_perm": None,
             "qk_bias_perm": None, "max_len": spec["longest"], "layers": None}  # fmt: skip
 
+
+
+# ----------------------------------------------------------------------------- the widget
+
+WEIGHTS_BASE = "../_static/bytelm/"
+"""Where the static book serves the checkpoints, relative to a chapter's page
+(``_ext/lab_weights.py`` copies them there at build time)."""
+
+DEFAULTS: dict[str, Any] = {"model": "rope", "method": "none", "factor": 8, "where": "global",
+                            "bug": "none", "layer": 0, "head": 0, "excerpt": 0, "text": None,
+                            "position": None}  # fmt: skip
+"""The lab's controls and their first values: the model; a scaling method (``"none"``), its
+factor (or p) and placement; a bug (``"none"``, else it replaces the method); the layer and head
+whose attention is drawn; the held-out excerpt, or the reader's ``text``; the position pointed to
+(None: the last)."""
+
+
+def change_of(values: Mapping[str, Any]) -> str:
+    """The change key of a set of controls: the bug if one is chosen, else the method at its
+    factor (and placement, for a mixed layout), else ``"none"``."""
+    if values.get("bug", "none") != "none":
+        return f"bug:{values['bug']}"
+    if values.get("method", "none") == "none":
+        return "none"
+    factor = values["factor"]
+    factor = int(factor) if float(factor).is_integer() else float(factor)
+    change = f"{values['method']}:{factor}"
+    if _model_key(values["model"]).study == "mix":
+        change += f":{values.get('where', 'global')}"
+    return change
+
+
+def _widget_class() -> type:
+    import anywidget
+    import traitlets
+
+    class LabWidget(anywidget.AnyWidget):
+        """The browser side of :func:`model_lab`: ``spec`` (:func:`lab_spec`), ``engine``
+        (``bytelm.js``, run in a worker), ``values`` (the controls, synced both ways with a
+        kernel) and ``weights_base`` (where a static page fetches the checkpoints)."""
+
+        _esm = (HERE / "lab.js").read_text(encoding="utf-8")
+        _css = (HERE / "explorer.css").read_text(encoding="utf-8") + (
+            HERE / "lab.css"
+        ).read_text(encoding="utf-8")
+        spec = traitlets.Dict().tag(sync=True)
+        engine = traitlets.Unicode().tag(sync=True)
+        values = traitlets.Dict().tag(sync=True)
+        weights_base = traitlets.Unicode(WEIGHTS_BASE).tag(sync=True)
+
+    return LabWidget
+
+
+class ModelLab:
+    """The model lab (display it as the last expression of a cell): a trained byte model run
+    in the browser on any text, with a scaling method or a bug applied, its loss per byte beside
+    the reference's, its next-byte guesses and the attention of one head.
+
+    With a kernel the widget asks Python for the weights (a custom message answered with the
+    checkpoint's bytes); the static book fetches them from :data:`WEIGHTS_BASE`. :meth:`set`
+    moves the controls; :meth:`loss` computes the same losses with PyTorch.
+
+    Attributes:
+        widget: the anywidget shown; values: the controls' current values (:data:`DEFAULTS`).
+    """
+
+    def __init__(self, **values: Any) -> None:
+        unknown = sorted(set(values) - set(DEFAULTS))
+        if unknown:
+            raise TypeError(f"model_lab() got unknown control(s) {', '.join(unknown)}; it has "
+                            f"{', '.join(DEFAULTS)}")  # fmt: skip
+        merged = {**DEFAULTS, **values}
+        self._check(merged)
+        self.widget = _widget_class()(spec=lab_spec(), engine=engine_source(), values=merged)
+        self.widget.on_msg(self._on_message)
+
+    @property
+    def values(self) -> dict[str, Any]:
+        """The controls' current values."""
+        return dict(self.widget.values)
+
+    def set(self, **values: Any) -> ModelLab:
+        """Move controls (names of :data:`DEFAULTS`); the browser follows with a kernel attached.
+
+        Raises:
+            TypeError, ValueError: an unknown control, or a value the model does not take.
+        """
+        unknown = sorted(set(values) - set(DEFAULTS))
+        if unknown:
+            raise TypeError(f"set() got unknown control(s) {', '.join(unknown)}; the lab has "
+                            f"{', '.join(DEFAULTS)}")  # fmt: skip
+        merged = {**self.values, **values}
+        self._check(merged)
+        self.widget.values = merged
+        return self
+
+    def tokens(self) -> torch.Tensor:
+        """The bytes the lab reads, int64 ``(1, s)``: the reader's text (UTF-8, cut to the
+        model's longest) or the chosen excerpt."""
+        v = self.values
+        spec = model_spec(v["model"])
+        text = v["text"]
+        data = (excerpts()[v["excerpt"]].encode("latin-1") if text is None
+                else text.encode("utf-8"))  # fmt: skip
+        return torch.tensor(list(data[: spec["longest"]]), dtype=torch.long)[None]
+
+    def loss(self) -> dict[str, Any]:
+        """Loss per byte (nats, float64 ``(s - 1,)``) of the change and of its reference, from
+        PyTorch: ``{"change", "reference", "loss", "reference_loss"}``."""
+        v = self.values
+        change = change_of(v)
+        ref = reference_of(v["model"], change)
+        t = self.tokens()
+
+        def per_byte(c: str) -> Any:
+            logits = torch_logits(v["model"], c, t)[0].double()
+            return torch.nn.functional.cross_entropy(logits[:-1], t[0, 1:], reduction="none")
+
+        return {"change": change, "reference": ref, "loss": per_byte(change).numpy(),
+                "reference_loss": per_byte(ref).numpy()}  # fmt: skip
+
+    def _check(self, v: Mapping[str, Any]) -> None:
+        model = load_model(_model_key(v["model"]) and v["model"])
+        change = change_of(v)
+        check.choice("change", change, tuple(changes(v["model"])))
+        n_layers = len(model.blocks)
+        check.int_in_range("layer", v["layer"], 0, n_layers - 1)
+        check.int_in_range("head", v["head"], 0, model.n_heads - 1)
+        check.int_in_range("excerpt", v["excerpt"], 0, len(excerpts()) - 1)
+        if v["text"] is not None and not isinstance(v["text"], str):
+            raise TypeError(f"text must be a str or None, got {type(v['text']).__name__}")
+
+    def _on_message(self, widget: Any, content: Any, buffers: Any) -> None:
+        if not isinstance(content, Mapping) or content.get("kind") != "weights":
+            return
+        key = content.get("model")
+        if key not in MODELS:
+            return
+        path, sha = checkpoint(key)
+        self.widget.send({"kind": "weights", "model": key, "sha256": sha}, buffers=[weights(key)])
+
+    def _ipython_display_(self) -> None:
+        from IPython.display import display
+
+        display(self.widget)
+
+    def __repr__(self) -> str:
+        return f"<ModelLab {self.values['model']!r}, {change_of(self.values)!r}>"
+
+
+def model_lab(**values: Any) -> ModelLab:
+    """The model lab with its controls at ``values`` (see :data:`DEFAULTS`), e.g.
+    ``model_lab(model="rope", method="yarn", factor=8)``."""
+    return ModelLab(**values)

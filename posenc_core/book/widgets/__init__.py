@@ -3,7 +3,10 @@
 One function per explorer: six of formulas in :mod:`~posenc_core.book.widgets.closed_form`,
 :func:`~posenc_core.book.widgets.measured.position_loss_explorer` of the studies' curves and
 :func:`~posenc_core.book.widgets.mixing.mixing_explorer` of the mixing study's.
-Each returns an :class:`~posenc_core.book.widgets.explorer.Explorer`, an anywidget whose ES
+The model lab, :func:`~posenc_core.book.widgets.lab.model_lab`, runs the trained byte models
+themselves in the browser; it needs torch and the studies, so it is imported on its own
+(``from posenc_core.book.widgets import lab``). Each explorer function returns an
+:class:`~posenc_core.book.widgets.explorer.Explorer`, an anywidget whose ES
 module ``explorer.js`` holds the controls, the formulas (float64, named after the core
 functions they mirror) and the drawing, so the static book runs without a kernel. With a
 kernel, ``values`` is synced both ways (:meth:`Explorer.set

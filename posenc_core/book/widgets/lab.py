@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import math
 import pathlib
 from collections.abc import Mapping
 from typing import Any, NamedTuple
@@ -34,7 +33,6 @@ import torch
 from posenc_core import _validation as check
 from posenc_core.book.instruments import bugs
 from posenc_core.book.models.byte_lm import ByteLM
-from posenc_core.book.models.layered_lm import LayeredLM
 from posenc_core.book.studies import corpus, heldout, lm_study, mixing_study
 from posenc_core.book.widgets.mixing import MODEL_LABELS
 from posenc_core.rope import (
@@ -117,9 +115,9 @@ METHODS: dict[str, str] = {
     "llama3": "Llama 3.1",
     "p-rope": "p-RoPE",
 }
-"""The scaling methods, key -> label: chapter 7's five (:data:`~posenc_core.book.studies.
-lm_study.METHODS`, the same dicts) and p-RoPE (Gemma 4's ``proportional``: the fraction p of
-frequency pairs that rotate)."""
+"""The scaling methods, key -> label: chapter 7's five
+(:data:`~posenc_core.book.studies.lm_study.METHODS`, the same dicts) and p-RoPE (Gemma 4's
+``proportional``: the fraction p of frequency pairs that rotate)."""
 
 FACTORS = (2, 4, 8)
 """The factors s of the five context-extension methods (original length L0 = L = 64)."""
@@ -164,7 +162,7 @@ _BUG_RUNS: dict[str, dict[str, Any]] = {
 
 _REFERENCES = {"yarn": f"yarn:{int(bugs.YARN['factor'])}", "packed": "packed",
                "dynamic": "dynamic:8"}  # fmt: skip
-"""A bug's correct counterpart when it is not the unmodified model (:attr:`Bug.baseline`)."""
+"""A bug's correct counterpart when it is not the unmodified model, by the bug's ``baseline``."""
 
 
 # ----------------------------------------------------------------------------- models
@@ -393,9 +391,11 @@ def run_spec(key: str, change: str) -> dict[str, Any]:
     change it is measured against)."""
     parts, m, model = _parse(key, change), _model_key(key), load_model(key)
     base = model_spec(key)
-    out: dict[str, Any] = {"layers": base["layers"], "positions": {"kind": "plain"},
-                           "doc_len": None, "qk_weight_perm": None, "qk_bias_perm": None,
-                           "max_len": base["longest"], "reference": reference_of(key, change)}  # fmt: skip
+    out: dict[str, Any] = {
+        "layers": base["layers"], "positions": {"kind": "plain"}, "doc_len": None,
+        "qk_weight_perm": None, "qk_bias_perm": None, "max_len": base["longest"],
+        "reference": reference_of(key, change),
+    }  # fmt: skip
     if parts[0] == "none":
         return out
     if parts[0] == "packed":
@@ -434,7 +434,9 @@ def _scaled_plan(layout: str, scaling: dict[str, Any], where: str) -> Any:
     a layout with one rope setting for all layers takes it as ``rope_scaling``."""
     if _per_type(layout):
         return mixing_study.layout_plan(layout, _mix_config(), scaling=scaling, where=where)
-    return layer_plan({**mixing_study.layout_config(layout, _mix_config()), "rope_scaling": scaling})
+    return layer_plan(
+        {**mixing_study.layout_config(layout, _mix_config()), "rope_scaling": scaling}
+    )
 
 
 def reference_of(key: str, change: str) -> str:
@@ -528,7 +530,9 @@ def lab_spec(models: tuple[str, ...] | None = None) -> dict[str, Any]:
             layers = _compact(run.pop("layers"), ropes, temps)
             run["layers"] = None if layers == base_layers else layers
             run["same"] = change != "none" and {**run, "reference": None} == {
-                **run_spec_defaults(spec), "reference": None}
+                **_unchanged_run(spec),
+                "reference": None,
+            }
             runs[change] = run
         spec["layers"] = base_layers
         out_models.append({**spec, "file": path.name, "sha256": sha,
@@ -548,11 +552,10 @@ def lab_spec(models: tuple[str, ...] | None = None) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def run_spec_defaults(spec: Mapping[str, Any]) -> dict[str, Any]:
+def _unchanged_run(spec: Mapping[str, Any]) -> dict[str, Any]:
     """A run that changes nothing, compacted as :func:`lab_spec` stores runs."""
     return {"positions": {"kind": "plain"}, "doc_len": None, "qk_weight_perm": None,
             "qk_bias_perm": None, "max_len": spec["longest"], "layers": None}  # fmt: skip
-
 
 
 # ----------------------------------------------------------------------------- the widget
@@ -595,9 +598,9 @@ def _widget_class() -> type:
         kernel) and ``weights_base`` (where a static page fetches the checkpoints)."""
 
         _esm = (HERE / "lab.js").read_text(encoding="utf-8")
-        _css = (HERE / "explorer.css").read_text(encoding="utf-8") + (
-            HERE / "lab.css"
-        ).read_text(encoding="utf-8")
+        _css = (HERE / "explorer.css").read_text(encoding="utf-8") + (HERE / "lab.css").read_text(
+            encoding="utf-8"
+        )
         spec = traitlets.Dict().tag(sync=True)
         engine = traitlets.Unicode().tag(sync=True)
         values = traitlets.Dict().tag(sync=True)

@@ -12,7 +12,7 @@ PIP := $(PY) -m pip --disable-pip-version-check
 LOCK := -c constraints.txt
 JB := $(VENV)/bin/jupyter-book
 
-.PHONY: book vendor chromium test unit lint bench bench-widgets bench-quick bench-chapters lab clean study lock fonts
+.PHONY: book vendor chromium test unit lint bench bench-widgets bench-lab bench-quick bench-chapters lab clean study lock fonts
 
 # Tests that need the built book (and, for the browser tests, Debian's chromium).
 # tests/core, tests/book and tests/tooling run before the build; tests/built checks the built book (and
@@ -83,6 +83,11 @@ bench: $(VENV)/.test-ok
 
 bench-widgets: $(VENV)/.test-ok
 	$(PY) benchmarks/widget_benchmark.py
+
+# The model lab: bytelm.js's forward pass for every model in Chromium (worker and main thread)
+# beside PyTorch's, the page's responsiveness while it computes, and (built book) its weight.
+bench-lab: $(VENV)/.test-ok
+	$(PY) benchmarks/lab_benchmark.py
 
 bench-quick: $(VENV)/.test-ok
 	$(PY) benchmarks/rope_benchmark.py --quick

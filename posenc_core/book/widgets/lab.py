@@ -74,21 +74,19 @@ HERE = pathlib.Path(__file__).resolve().parent
 
 
 class LabModel(NamedTuple):
-    """One trained model of the lab: its label, and how the studies name it.
-
-    Attributes:
-        label: a short name for buttons.
-        study: ``"lm"`` (:func:`~posenc_core.book.studies.lm_study.load_lm`) or ``"mix"``
-            (:func:`~posenc_core.book.studies.mixing_study.load_layered`).
-        name: the scheme (``"lm"``) or layout (``"mix"``).
-        rotary_dim, base: the partial-rotary and other-base RoPE runs (``"lm"`` only).
-    """
+    """One trained model of the lab: its label, and how the studies name it."""
 
     label: str
+    """A short name for buttons."""
     study: str
+    """``"lm"`` (:func:`~posenc_core.book.studies.lm_study.load_lm`) or ``"mix"``
+    (:func:`~posenc_core.book.studies.mixing_study.load_layered`)."""
     name: str
+    """The scheme (``"lm"``) or the layout (``"mix"``)."""
     rotary_dim: int | None = None
+    """The rotated width of a partial-rotary RoPE run (``"lm"`` only), else None."""
     base: float | None = None
+    """The base of a RoPE run at another base (``"lm"`` only), else None."""
 
 
 MODELS: dict[str, LabModel] = {
@@ -104,8 +102,8 @@ MODELS: dict[str, LabModel] = {
     "t5": LabModel("T5 bias", "lm", "t5"),
     **{f"mix-{k}": LabModel(MODEL_LABELS[k], "mix", k) for k in mixing_study.LAYOUTS},
 }  # fmt: skip
-"""The lab's models, key -> :class:`LabModel`: the study's ByteLM runs at seed 0 (2 layers),
-then chapter 10's layouts (4 layers) as ``"mix-<layout>"``."""
+"""The lab's models by key, each a :class:`LabModel`. First the study's ByteLM runs at seed 0
+(2 layers), then chapter 10's layouts (4 layers) as ``"mix-<layout>"``."""
 
 METHODS: dict[str, str] = {
     "pi": "PI",
@@ -115,7 +113,7 @@ METHODS: dict[str, str] = {
     "llama3": "Llama 3.1",
     "p-rope": "p-RoPE",
 }
-"""The scaling methods, key -> label: chapter 7's five
+"""The scaling methods by key, each with its label. Chapter 7's five
 (:data:`~posenc_core.book.studies.lm_study.METHODS`, the same dicts) and p-RoPE (Gemma 4's
 ``proportional``: the fraction p of frequency pairs that rotate)."""
 
@@ -132,7 +130,7 @@ ONE_PASS_BUGS = (
     "longrope-long-always", "theta-default", "theta-converse", "chunk-restart",
     "draft-position-lag",
 )  # fmt: skip
-"""The bugs of chapters 8 and 8b the lab runs: each acts on one forward pass of the text."""
+"""The bugs of chapters 8 and 8b the lab runs, each acting on one forward pass of the text."""
 
 OTHER_BUGS: dict[str, str] = {
     "padding-positions": "runs a padded batch: the text is not one sequence",
@@ -567,7 +565,7 @@ WEIGHTS_BASE = "../_static/bytelm/"
 DEFAULTS: dict[str, Any] = {"model": "rope", "method": "none", "factor": 8, "where": "global",
                             "bug": "none", "layer": 0, "head": 0, "excerpt": 0, "text": None,
                             "position": None}  # fmt: skip
-"""The lab's controls and their first values: the model; a scaling method (``"none"``), its
+"""The lab's controls and their first values. The model; a scaling method (``"none"``), its
 factor (or p) and placement; a bug (``"none"``, else it replaces the method); the layer and head
 whose attention is drawn; the held-out excerpt, or the reader's ``text``; the position pointed to
 (None: the last)."""
@@ -656,11 +654,11 @@ class ModelLab:
         """The bytes the lab reads, int64 ``(1, s)``: the reader's text (UTF-8, cut to the
         model's longest) or the chosen excerpt."""
         v = self.values
-        spec = model_spec(v["model"])
+        longest = run_spec(v["model"], change_of(v))["max_len"]  # 8L, or 8L - 1 for a shift
         text = v["text"]
         data = (excerpts()[v["excerpt"]].encode("latin-1") if text is None
                 else text.encode("utf-8"))  # fmt: skip
-        return torch.tensor(list(data[: spec["longest"]]), dtype=torch.long)[None]
+        return torch.tensor(list(data[:longest]), dtype=torch.long)[None]
 
     def loss(self) -> dict[str, Any]:
         """Loss per byte (nats, float64 ``(s - 1,)``) of the change and of its reference, from

@@ -296,14 +296,29 @@ export function exp_negative(x) {
   return p * POW2[-k];
 }
 
-// one query's scores against keys lo .. i into row (times scale), for head width 16: the query
-// held in locals, so each key costs 16 loads (the generic loop reloads the query too)
-function scores16(q, qi, k, lo, i, row, scale) {
+// one query's scores against keys lo .. i into row (times scale), for head width 16, and the
+// largest of them and top: the query held in locals, so each key costs 16 loads (the generic
+// loop reloads the query too)
+function scores16(q, qi, k, lo, i, row, scale, top) {
   const q0 = q[qi + 0], q1 = q[qi + 1], q2 = q[qi + 2], q3 = q[qi + 3], q4 = q[qi + 4], q5 = q[qi + 5], q6 = q[qi + 6], q7 = q[qi + 7], q8 = q[qi + 8], q9 = q[qi + 9], q10 = q[qi + 10], q11 = q[qi + 11], q12 = q[qi + 12], q13 = q[qi + 13], q14 = q[qi + 14], q15 = q[qi + 15];
   for (let j = lo; j <= i; j++) {
     const kj = j * 16;
-    row[j] = (q0 * k[kj + 0] + q1 * k[kj + 1] + q2 * k[kj + 2] + q3 * k[kj + 3] + q4 * k[kj + 4] + q5 * k[kj + 5] + q6 * k[kj + 6] + q7 * k[kj + 7] + q8 * k[kj + 8] + q9 * k[kj + 9] + q10 * k[kj + 10] + q11 * k[kj + 11] + q12 * k[kj + 12] + q13 * k[kj + 13] + q14 * k[kj + 14] + q15 * k[kj + 15]) * scale;
+    const v = (q0 * k[kj + 0] + q1 * k[kj + 1] + q2 * k[kj + 2] + q3 * k[kj + 3] + q4 * k[kj + 4] + q5 * k[kj + 5] + q6 * k[kj + 6] + q7 * k[kj + 7] + q8 * k[kj + 8] + q9 * k[kj + 9] + q10 * k[kj + 10] + q11 * k[kj + 11] + q12 * k[kj + 12] + q13 * k[kj + 13] + q14 * k[kj + 14] + q15 * k[kj + 15]) * scale;
+    row[j] = v;
+    if (v > top) top = v;
   }
+  return top;
+}
+
+// scores16 for any head width; returns max(top, the scores)
+function generic_scores(q, qi, k, lo, i, row, scale, dh, top = -Infinity) {
+  for (let j = lo; j <= i; j++) {
+    let dot = 0;
+    for (let c = 0; c < dh; c++) dot += q[qi + c] * k[j * dh + c];
+    row[j] = dot * scale;
+    if (row[j] > top) top = row[j];
+  }
+  return top;
 }
 
 // y[out .. out + 16] = scale * sum over keys lo .. i of row[j] v_j, for head width 16, in locals
@@ -366,7 +381,8 @@ function permute_qk(t, d, n_heads, perm, cols) {
 
 // Next-byte logits (s x 256, Float64Array) of `tokens` (bytes, length s >= 1) under `run`;
 // with `want = {layer, head}` also that head's attention weights (s x s, row i over keys 0 .. i),
-// with `want = "all"` every head's, maps[layer][head]
+// with `want = {layer}` every head's of that layer (maps[head]), with `want = "all"` every head's
+// of every layer (maps[layer][head])
 export function forward(model, tokens, run = {}, want = null) {
   const { arch, w } = model;
   const s = tokens.length;
@@ -400,7 +416,8 @@ export function forward(model, tokens, run = {}, want = null) {
     const xs = layer.rope && layer.rope.xpos ? xpos_scales(layer.rope.xpos, positions, dh) : null;
     const y = new Float64Array(s * d);
     const sinks = layer.sinks ? w[p + "attn.sinks"] : null;
-    const keep = want === "all" || (want && want.layer === l);
+    const keep = want === "all" || (want != null && want.layer === l);
+    const every = want === "all" || (want != null && want.head == null);
     const maps = [];
     for (let hd = 0; hd < h; hd++) {
       const q = new Float64Array(s * dh);
@@ -427,7 +444,7 @@ export function forward(model, tokens, run = {}, want = null) {
         }
       }
       const bias = scheme_bias(arch, w, hd, s);
-      const map = keep && (want === "all" || want.head === hd) ? new Float32Array(s * s) : null;
+      const map = keep && (every || want.head === hd) ? new Float32Array(s * s) : null;
       const scale = 1 / Math.sqrt(dh);
       const row = new Float64Array(s);
       for (let i = 0; i < s; i++) {
@@ -437,18 +454,15 @@ export function forward(model, tokens, run = {}, want = null) {
         if (run.doc_len) lo = Math.max(lo, i - (i % run.doc_len));  // a document mask
         let top = sinks ? sinks[hd] : -Infinity;
         const qi = i * dh;
-        if (dh === 16) scores16(q, qi, k, lo, i, row, scale);
-        else {
+        if (bias) {  // scores plus the bias of each distance, then their maximum
+          if (dh === 16) scores16(q, qi, k, lo, i, row, scale, -Infinity);
+          else generic_scores(q, qi, k, lo, i, row, scale, dh);
           for (let j = lo; j <= i; j++) {
-            let dot = 0;
-            for (let c = 0; c < dh; c++) dot += q[qi + c] * k[j * dh + c];
-            row[j] = dot * scale;
+            row[j] += bias[i - j];
+            if (row[j] > top) top = row[j];
           }
-        }
-        for (let j = lo; j <= i; j++) {
-          if (bias) row[j] += bias[i - j];
-          if (row[j] > top) top = row[j];
-        }
+        } else if (dh === 16) top = scores16(q, qi, k, lo, i, row, scale, top);
+        else top = generic_scores(q, qi, k, lo, i, row, scale, dh, top);
         let sum = sinks ? Math.exp(sinks[hd] - top) : 0;
         for (let j = lo; j <= i; j++) { const e = exp_negative(row[j] - top); row[j] = e; sum += e; }
         const inv = 1 / sum;  // the weights are row[j] / sum
@@ -466,7 +480,7 @@ export function forward(model, tokens, run = {}, want = null) {
       if (map) maps.push(map);
     }
     if (want === "all") (attn ||= []).push(maps);
-    else if (maps.length) attn = maps[0];
+    else if (maps.length) attn = every ? maps : maps[0];
     const o = linear(y, s, d, w[p + "attn.proj.weight"], w[p + "attn.proj.bias"], d);
     for (let i = 0; i < s * d; i++) x[i] += o[i];
     const m = layer_norm(x, s, d, w[p + "ln2.weight"], w[p + "ln2.bias"]);

@@ -22,10 +22,10 @@ const LOSS_TOP = 8; // nats: the loss axis stops here (ln 256 = 5.5 is a uniform
 
 const WORKER_MAIN = `
 const models = new Map();
-let last = null;  // the newest pass: its key, losses, guesses and every head's attention
+let last = null;  // the newest pass: its key and layer, losses, guesses and that layer's maps
 let ref = null;   // the newest reference pass
-function pass(model, tokens, run, maps) {
-  const out = forward(model, tokens, run, maps ? "all" : null);
+function pass(model, tokens, run, layer) {
+  const out = forward(model, tokens, run, layer == null ? null : { layer });
   return { loss: loss_per_byte(out.logits, tokens), top: top_k(out.logits, tokens.length, 5), maps: out.attention };
 }
 function answer(m) {
@@ -33,16 +33,16 @@ function answer(m) {
   if (!model) throw new Error("weights of " + m.name + " not loaded");
   const t0 = performance.now();
   let passes = 0;
-  if (!last || last.key !== m.key) {
-    last = { key: m.key, ...pass(model, m.tokens, m.run, true) };
+  if (!last || last.key !== m.key || last.layer !== m.want.layer) {
+    last = { key: m.key, layer: m.want.layer, ...pass(model, m.tokens, m.run, m.want.layer) };
     passes += 1;
   }
   if (m.ref_key === m.key) ref = { key: m.ref_key, loss: last.loss, top: last.top };
   else if (!ref || ref.key !== m.ref_key) {
-    ref = { key: m.ref_key, ...pass(model, m.tokens, m.ref_run, false) };
+    ref = { key: m.ref_key, ...pass(model, m.tokens, m.ref_run, null) };
     passes += 1;
   }
-  const map = last.maps[m.want.layer][m.want.head];
+  const map = last.maps[m.want.head];
   return { kind: "result", id: m.id, loss: last.loss, top: last.top, attention: map, ref_loss: ref.loss,
            ref_top: ref.top, ms: performance.now() - t0, passes };
 }

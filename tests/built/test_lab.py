@@ -6,7 +6,7 @@ request nothing from another host and scroll nothing sideways. Its controls are 
 a reader drives them (select, click, type) and the result the page computed
 (``root.posenc.data``) must follow: the change key and its reference, the bytes read and one
 loss per next byte, the attention map of the chosen layer and head (s x s, causal rows that sum
-to 1). A disabled button must change nothing. For three settings the page's losses must equal
+to 1). A disabled button must change nothing. For four settings the page's losses must equal
 PyTorch's (``ModelLab(...).loss()``, computed here) to 1e-4 relative, and the checkpoints the
 page fetched must be the committed ones (SHA-256 of the study's record).
 
@@ -226,6 +226,7 @@ def test_bug_on_the_learned_model(lab_page):
     assert d["bytes"] == excerpt_bytes(0, "learned", "bug:learned-off-by-one")
     check_shapes(d)
     assert d["loss"] != d["ref_loss"]
+    check_losses(d, model="learned", bug="learned-off-by-one")
 
 
 def test_disabled_buttons_change_nothing(lab_page):
@@ -268,7 +269,8 @@ def test_scaling_method_on_rope(lab_page):
 
 def test_mixed_model_where_layer_and_head(lab_page):
     """A mixed layout: YaRN in the global layers, then in every layer (PyTorch's losses), then
-    another layer and head: the map changes, no pass is needed."""
+    another layer (one pass: the reference is kept) and another head (no pass: the pass kept
+    every head of the layer shown); the map follows."""
     page, _ = lab_page
     page.select_option(f"{control(page, 'model')} select", "mix-gemma3")
     button(page, "method", "yarn").click()
@@ -285,9 +287,10 @@ def test_mixed_model_where_layer_and_head(lab_page):
     d = wait_for(page, model="mix-gemma3", layer=n_layers - 1, head=0)
     button(page, "head", 2).click()
     d2 = wait_for(page, model="mix-gemma3", layer=n_layers - 1, head=2)
-    for x in (d, d2):
-        check_shapes(x)
-        assert x["passes"] == 0, "the maps of every head were kept from the pass"
+    check_shapes(d)
+    check_shapes(d2)
+    assert d["passes"] == 1, "a new layer needs the change's pass, not the reference's"
+    assert d2["passes"] == 0, "the maps of every head of the layer were kept from the pass"
     assert every["attention"] != d["attention"] != d2["attention"]
     assert d2["loss"] == every["loss"]
 

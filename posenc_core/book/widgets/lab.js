@@ -22,40 +22,28 @@ const LOSS_TOP = 8; // nats: the loss axis stops here (ln 256 = 5.5 is a uniform
 
 const WORKER_MAIN = `
 const models = new Map();
-let last = null;  // the newest pass: its key and layer, losses, guesses and that layer's maps
-let ref = null;   // the newest reference pass
-function pass(model, tokens, run, layer) {
-  const out = forward(model, tokens, run, layer == null ? null : { layer });
-  return { loss: loss_per_byte(out.logits, tokens), top: top_k(out.logits, tokens.length, 5), maps: out.attention };
-}
-function answer(m) {
-  const model = models.get(m.name);
-  if (!model) throw new Error("weights of " + m.name + " not loaded");
-  const t0 = performance.now();
-  let passes = 0;
-  if (!last || last.key !== m.key || last.layer !== m.want.layer) {
-    last = { key: m.key, layer: m.want.layer, ...pass(model, m.tokens, m.run, m.want.layer) };
-    passes += 1;
-  }
-  if (m.ref_key === m.key) ref = { key: m.ref_key, loss: last.loss, top: last.top };
-  else if (!ref || ref.key !== m.ref_key) {
-    ref = { key: m.ref_key, ...pass(model, m.tokens, m.ref_run, null) };
-    passes += 1;
-  }
-  const map = last.maps[m.want.head];
-  return { kind: "result", id: m.id, loss: last.loss, top: last.top, attention: map, ref_loss: ref.loss,
-           ref_top: ref.top, ms: performance.now() - t0, passes };
+// a few short passes right after loading, so that the reader's first pass runs optimised code
+function warm(model) {
+  const tokens = new Uint8Array(96).map((_, i) => 32 + (i * 7) % 90);
+  for (let r = 0; r < 3; r++) forward(model, tokens, { layers: model.arch.layers }, { layer: 0 });
 }
 function handle(m) {
   try {
     if (m.kind === "ping") return { kind: "pong" };
     if (m.kind === "load") {
-      models.set(m.name, load_model(m.arch, parse_safetensors(m.buffer)));
+      const model = load_model(m.arch, parse_safetensors(m.buffer));
+      warm(model);
+      models.set(m.name, model);
       return { kind: "loaded", name: m.name };
     }
-    return answer(m);
+    const model = models.get(m.name);
+    if (!model) throw new Error("weights of " + m.name + " not loaded");
+    const t0 = performance.now();
+    const out = forward(model, m.tokens, m.run, m.layer == null ? null : { layer: m.layer });
+    return { kind: "pass", id: m.id, role: m.role, loss: loss_per_byte(out.logits, m.tokens),
+             top: top_k(out.logits, m.tokens.length, 5), maps: out.attention, ms: performance.now() - t0 };
   } catch (err) {
-    return { kind: "error", id: m.id, name: m.name, message: String((err && err.message) || err) };
+    return { kind: "error", id: m.id, role: m.role, name: m.name, message: String((err && err.message) || err) };
   }
 }
 if (typeof WorkerGlobalScope !== "undefined" && self instanceof WorkerGlobalScope) {
@@ -287,15 +275,19 @@ function render({ model, el }) {
     data: null,
     loaded: new Map(),  // name -> promise
     waiting: new Map(),  // name -> the promise's resolve and reject while the worker loads
-    busy: false,
-    next: null,
+    pending: null,  // the request whose passes are computing, and how many are still out
+    next: null,  // the newest request that came meanwhile
+    kept: { change: null, ref: null },  // the newest pass of each kind, for requests that need no new one
     id: 0,
-    engine: null,
+    engines: null,
     where: "",
   };
   const root = element("div", { class: "posenc-explorer posenc-lab", role: "group", "aria-label": "The model lab" });
   let resolve_ready;
-  root.posenc = { values: state.values, data: null, ready: new Promise((r) => { resolve_ready = r; }) };
+  let reject_ready;
+  const ready = new Promise((resolve, reject) => { resolve_ready = resolve; reject_ready = reject; });
+  ready.catch(() => {});  // a failed start is reported in the status line and the console
+  root.posenc = { values: state.values, data: null, ready };
 
   // ------------------------------------------------------------------ controls
   const controls = element("div", { class: "posenc-controls" });
@@ -497,10 +489,11 @@ function render({ model, el }) {
         const buffer = await fetch_weights(model, base, e);
         const arch = { ...e, layers: expand(e.layers) };
         delete arch.runs;
-        await new Promise((resolve, reject) => {
-          state.waiting.set(name, { resolve, reject });
-          state.engine.post({ kind: "load", name, arch, buffer }, [buffer]);
-        });
+        await Promise.all(state.engines.map((engine, k) => new Promise((resolve, reject) => {
+          state.waiting.set(`${k}|${name}`, { resolve, reject });
+          const own = k === state.engines.length - 1 ? buffer : buffer.slice(0);
+          engine.post({ kind: "load", name, arch, buffer: own }, [own]);
+        })));
       })();
       p.catch(() => state.loaded.delete(name));
       state.loaded.set(name, p);
@@ -526,15 +519,21 @@ function render({ model, el }) {
     const full = (r) => ({ ...r, layers: expand(r.layers || e.layers) });
     const text_key = Array.from(bytes).join(",");
     return {
-      kind: "run", id: ++state.id, name: e.name, key: `${e.name}|${change}|${text_key}`,
+      id: ++state.id, name: e.name, key: `${e.name}|${change}|${text_key}`,
       ref_key: `${e.name}|${ref_key}|${text_key}`,
       change, reference: ref_key, tokens: bytes, run: full(run), ref_run: full(e.runs[ref_key]),
       want: { layer: v.layer, head: v.head },
     };
   }
 
+  function fail(message) {
+    status.textContent = message;
+    console.error(`model lab: ${message}`);
+    if (!state.data) reject_ready(new Error(message));
+  }
+
   async function compute() {
-    if (!state.engine) return;
+    if (!state.engines) return;
     const req = request();
     if (req.tokens.length < 2) {
       status.textContent = "Type at least two bytes.";
@@ -543,53 +542,70 @@ function render({ model, el }) {
     try {
       await ensure(req.name);
     } catch (err) {
-      status.textContent = `The weights could not be loaded: ${err.message}`;
+      fail(`The weights could not be loaded: ${err.message}`);
       return;
     }
     if (req.id !== state.id) return;  // a newer request came while the weights loaded
-    if (state.busy) { state.next = req; return; }
-    send(req);
+    if (state.pending) { state.next = req; return; }
+    start(req);
   }
 
-  function send(req) {
-    state.busy = true;
-    state.sent = req;
+  // send the passes a request needs (none when both are kept from before), each to its worker
+  function start(req) {
+    const c = state.kept.change;
+    const need_change = !(c && c.key === req.key && c.layer === req.want.layer);
+    const need_ref = req.ref_key !== req.key && !(state.kept.ref && state.kept.ref.key === req.ref_key);
+    const passes = Number(need_change) + Number(need_ref);
+    if (!passes) { finish(req, 0, 0); return; }
+    state.pending = { req, waiting: passes, passes, ms: 0 };
     status.textContent = "Computing…";
-    state.engine.post(req);
+    const common = { kind: "pass", id: req.id, name: req.name, tokens: req.tokens };
+    if (need_change) state.engines[0].post({ ...common, role: "change", run: req.run, layer: req.want.layer });
+    if (need_ref) state.engines[state.engines.length - 1].post({ ...common, role: "ref", run: req.ref_run, layer: null });
   }
 
-  function on_message(m) {
+  function on_message(m, k) {
     if (m.kind === "loaded") {
-      state.waiting.get(m.name)?.resolve();
+      state.waiting.get(`${k}|${m.name}`)?.resolve();
       return;
     }
     if (m.kind === "error" && m.id == null) {
-      state.waiting.get(m.name)?.reject(new Error(m.message));
-      status.textContent = `Error: ${m.message}`;
+      state.waiting.get(`${k}|${m.name}`)?.reject(new Error(m.message));
       return;
     }
-    state.busy = false;
-    const req = state.sent;
-    if (state.next) {  // only the newest waiting request runs
-      const n = state.next;
-      state.next = null;
-      send(n);
-    }
+    const p = state.pending;
+    if (!p || m.id !== p.req.id) return;
     if (m.kind === "error") {
-      status.textContent = `Error: ${m.message}`;
+      state.pending = null;
+      state.kept = { change: null, ref: null };
+      fail(`Error: ${m.message}`);
       return;
     }
-    if (m.id !== state.id && state.busy) return;  // a newer one is computing: skip drawing this
+    if (m.role === "change") state.kept.change = { key: p.req.key, layer: p.req.want.layer, loss: m.loss, top: m.top, maps: m.maps };
+    else state.kept.ref = { key: p.req.ref_key, loss: m.loss, top: m.top };
+    p.ms = Math.max(p.ms, m.ms);
+    p.waiting -= 1;
+    if (p.waiting > 0) return;
+    state.pending = null;
+    const next = state.next;
+    state.next = null;
+    if (next) start(next);  // only the newest waiting request runs, and only it is drawn
+    else finish(p.req, p.passes, p.ms);
+  }
+
+  function finish(req, passes, ms) {
+    const c = state.kept.change;
+    const r = req.ref_key === req.key ? c : state.kept.ref;
     state.data = {
-      change: req.change, reference: req.reference, loss: m.loss, ref_loss: m.ref_loss, top: m.top,
-      ref_top: m.ref_top, attention: m.attention, ms: m.ms, passes: m.passes, bytes: req.tokens, model: req.name,
+      change: req.change, reference: req.reference, loss: c.loss, ref_loss: r.loss, top: c.top,
+      ref_top: r.top, attention: c.maps[req.want.head], ms, passes, bytes: req.tokens, model: req.name,
       layer: req.want.layer, head: req.want.head,
     };
     root.posenc.data = state.data;
-    const passes = m.passes === 0 ? "no pass needed (kept from before)" : m.passes === 1 ? "one pass" : "two passes";
-    status.textContent = `${by_name.get(req.name).label}, ${req.tokens.length} bytes: ${passes}, ${Math.round(m.ms)} ms in ${state.where}.`;
-    draw();
+    const said = passes === 0 ? "no pass needed (both kept from before)" : passes === 1 ? "one pass" : "two passes side by side";
+    status.textContent = `${by_name.get(req.name).label}, ${req.tokens.length} bytes: ${said}, ${Math.round(ms)} ms in ${state.where}.`;
     resolve_ready(state.data);
+    draw();
   }
 
   // ------------------------------------------------------------------ drawing
@@ -689,11 +705,20 @@ function render({ model, el }) {
   state.values = settle(state.values);
   root.posenc.values = state.values;
   show_controls();
-  start_engine(engine_source, on_message).then((engine) => {
-    state.engine = engine;
-    state.where = engine.where;
+  // two workers, one per pass of a request; one if a second cannot start
+  (async () => {
+    const first = await start_engine(engine_source, (m) => on_message(m, 0));
+    let engines = [first];
+    if (first.where === "a worker") {
+      try {
+        const second = await start_engine(engine_source, (m) => on_message(m, 1));
+        if (second.where === "a worker") engines = [first, second];
+      } catch (err) { /* one worker computes both passes */ }
+    }
+    state.engines = engines;
+    state.where = engines.length > 1 ? "two workers" : first.where;
     compute();
-  }, (err) => { status.textContent = `The model could not start: ${err.message}`; });
+  })().catch((err) => fail(`The model could not start: ${err.message}`));
 }
 
 export default { render };

@@ -41,8 +41,6 @@ Needs Debian's chromium and Playwright (``make test`` installs both).
 from __future__ import annotations
 
 import argparse
-import functools
-import http.server
 import json
 import os
 import pathlib
@@ -51,12 +49,12 @@ import re
 import statistics
 import sys
 import tempfile
-import threading
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "built"))
 from browser_support import CHROMIUM, LAUNCH_ARGS, block_external  # noqa: E402
+from widget_benchmark import serve  # noqa: E402  (this folder is sys.path[0])
 
 PASS_MS = 100.0  # issue 41: one pass over 8L bytes
 INPUT_MS = 50.0  # issue 41: input answered while computing
@@ -232,18 +230,6 @@ PAGE_RESPONSIVENESS = """async ([name, ms]) => {
   document.removeEventListener('pointermove', on_pointer);
   return { timer, input, pass_ms };
 }"""
-
-
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-
-def serve(folder: pathlib.Path) -> tuple[str, http.server.ThreadingHTTPServer]:
-    handler = functools.partial(_Quiet, directory=str(folder))
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    return f"http://127.0.0.1:{httpd.server_address[1]}", httpd
 
 
 def write_site(folder: pathlib.Path) -> dict:

@@ -30,6 +30,16 @@ LONG_CHANGES = ("none", "yarn:8", "bug:rope-off-by-one", "bug:bf16-angles", "bug
                 "yarn:8:global", "bug:window-dropped", "dynamic:4:all")  # fmt: skip
 
 
+@pytest.fixture(autouse=True)
+def _one_thread():
+    """Hundreds of small passes: one PyTorch thread each (with xdist's two processes on two
+    cores, two threads each spin-wait for the core the other process holds)."""
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(old)
+
+
 def _texts() -> tuple[torch.Tensor, torch.Tensor]:
     wins = heldout.windows(corpus.heldout_excerpt(), 512, max_windows=3)
     return wins[1, :SHORT], wins[2, :512]

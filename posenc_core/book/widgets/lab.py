@@ -65,6 +65,7 @@ __all__ = [
     "engine_source",
     "WEIGHTS_BASE",
     "DEFAULTS",
+    "NOSCRIPT",
     "change_of",
     "ModelLab",
     "model_lab",
@@ -571,6 +572,14 @@ whose attention is drawn; the held-out excerpt, or the reader's ``text``; the po
 (None: the last)."""
 
 
+NOSCRIPT = (
+    '<noscript><p class="posenc-noscript-note">The model lab computes the trained models in '
+    "your browser, so it needs JavaScript; the page's figures show what it draws, computed "
+    "by PyTorch.</p></noscript>"
+)
+"""What a reader without JavaScript sees in the lab's place."""
+
+
 def change_of(values: Mapping[str, Any]) -> str:
     """The change key of a set of controls: the bug if one is chosen, else the method at its
     factor (and placement, for a mixed layout), else ``"none"``."""
@@ -696,9 +705,10 @@ class ModelLab:
         self.widget.send({"kind": "weights", "model": key, "sha256": sha}, buffers=[weights(key)])
 
     def _ipython_display_(self) -> None:
-        from IPython.display import display
+        from IPython.display import HTML, display
 
         display(self.widget)
+        display(HTML(NOSCRIPT))
 
     def __repr__(self) -> str:
         return f"<ModelLab {self.values['model']!r}, {change_of(self.values)!r}>"

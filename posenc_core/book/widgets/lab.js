@@ -197,7 +197,9 @@ function draw_loss(canvas, width, data, pointer, train_len) {
   const step = n > 256 ? 128 : n > 96 ? 64 : 16;
   for (let t = 0; t < n; t += step) ctx.fillText(String(t), X(t), pad.t + H + 4);
   ctx.fillText("position (loss of the next byte, nats; lines: mean of 16)", pad.l + W / 2, pad.t + H + 16);
-  if (train_len < n) {  // the trained length
+  if (train_len < n) {  // the trained length, shaded as in the book's loss figures
+    ctx.fillStyle = "rgba(0, 114, 178, 0.10)";
+    ctx.fillRect(X(0), pad.t, X(train_len) - X(0), H);
     ctx.strokeStyle = "#999";
     ctx.setLineDash([4, 3]);
     ctx.beginPath(); ctx.moveTo(X(train_len), pad.t); ctx.lineTo(X(train_len), pad.t + H); ctx.stroke();

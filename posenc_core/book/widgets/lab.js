@@ -625,8 +625,14 @@ function render({ model, el }) {
 
   function draw() {
     const d = state.data;
-    if (!d) return;
     const width = Math.max(240, Math.min(root.clientWidth || 640, 672));
+    if (!d) {  // the frames at their final size until the first result, so the page does not jump
+      const ctx = canvas_2d(loss_canvas, width, width < 480 ? 190 : 230);
+      ctx.fillStyle = MUTED;
+      ctx.fillText("Loss per byte: computing the first pass…", 12, 24);
+      canvas_2d(attn_canvas, Math.max(120, Math.min(width, 360)), Math.max(120, Math.min(width, 360)));
+      return;
+    }
     const s = d.bytes.length;
     const pointer = state.pointer == null ? s - 2 : Math.min(state.pointer, s - 2);  // a position 0 .. s - 2
     geometry = draw_loss(loss_canvas, width, d, pointer, spec.train_len);
@@ -707,6 +713,7 @@ function render({ model, el }) {
   state.values = settle(state.values);
   root.posenc.values = state.values;
   show_controls();
+  draw();
   // two workers, one per pass of a request; one if a second cannot start
   (async () => {
     const first = await start_engine(engine_source, (m) => on_message(m, 0));

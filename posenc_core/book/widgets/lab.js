@@ -228,10 +228,10 @@ function draw_loss(canvas, width, data, pointer, train_len) {
     ctx.strokeStyle = INK;
     ctx.beginPath(); ctx.moveTo(X(pointer), pad.t); ctx.lineTo(X(pointer), pad.t + H); ctx.stroke();
   }
-  return { x_of: X, t_of: (x) => Math.round(((x - pad.l) * (n - 1)) / W), n };
+  return { t_of: (x) => Math.round(((x - pad.l) * (n - 1)) / W) };
 }
 
-function draw_attention(canvas, width, map, s, pointer, window_) {
+function draw_attention(canvas, width, map, s, pointer) {
   const size = Math.max(120, Math.min(width, 360));
   const ctx = canvas_2d(canvas, size, size);
   if (!map) return;
@@ -260,7 +260,6 @@ function draw_attention(canvas, width, map, s, pointer, window_) {
     ctx.strokeStyle = COLORS.change;
     ctx.beginPath(); ctx.moveTo(0, y); ctx.lineTo(size, y); ctx.stroke();
   }
-  void window_;
 }
 
 // ---------------------------------------------------------------------------- the widget
@@ -272,7 +271,6 @@ function render({ model, el }) {
   const by_name = new Map(spec.models.map((m) => [m.name, m]));
   const state = {
     values: { ...model.get("values") },
-    bytes: null,
     pointer: null,
     data: null,
     loaded: new Map(),  // name -> promise
@@ -517,7 +515,6 @@ function render({ model, el }) {
     const run = e.runs[change];
     const ref_key = run.reference;
     const bytes = text_bytes();
-    state.bytes = bytes;
     const full = (r) => ({ ...r, layers: expand(r.layers || e.layers) });
     const text_key = Array.from(bytes).join(",");
     return {
@@ -649,7 +646,7 @@ function render({ model, el }) {
     const beyond = n > L ? `; positions ${L}–${n - 1}: ${both(L, n)}` : "";
     summary.textContent = `Mean loss, nats per byte${one ? "" : " (change vs reference)"}, ${inside}${beyond}.`;
     draw_next(pointer);
-    draw_attention(attn_canvas, Math.min(width, 360), d.attention, s, pointer + 0, null);
+    draw_attention(attn_canvas, Math.min(width, 360), d.attention, s, pointer);
     attn_label.textContent = `Attention of layer ${d.layer + 1}, head ${d.head + 1} under ${label_of(d.change)}: query (row) → key (column), colour √weight; the line is position ${pointer}.`;
     attn_canvas.setAttribute("aria-label", attn_label.textContent);
   }

@@ -60,6 +60,7 @@ __all__ = [
     "run_spec",
     "reference_of",
     "torch_logits",
+    "loss_per_byte",
     "excerpts",
     "lab_spec",
     "engine_source",
@@ -477,6 +478,13 @@ def torch_logits(key: str, change: str, tokens: torch.Tensor) -> torch.Tensor:
         return other(tokens)
 
 
+def loss_per_byte(key: str, change: str, tokens: torch.Tensor) -> torch.Tensor:
+    """The loss (nats, float64 ``(s - 1,)``) of each next byte of ``tokens`` ``(1, s)`` under
+    :func:`torch_logits`, as the lab draws it: entry t is byte t + 1's, read after 0 .. t."""
+    logits = torch_logits(key, change, tokens)[0].double()
+    return torch.nn.functional.cross_entropy(logits[:-1], tokens[0, 1:], reduction="none")
+
+
 # ----------------------------------------------------------------------------- the page
 
 
@@ -677,12 +685,9 @@ class ModelLab:
         ref = reference_of(v["model"], change)
         t = self.tokens()
 
-        def per_byte(c: str) -> Any:
-            logits = torch_logits(v["model"], c, t)[0].double()
-            return torch.nn.functional.cross_entropy(logits[:-1], t[0, 1:], reduction="none")
-
-        return {"change": change, "reference": ref, "loss": per_byte(change).numpy(),
-                "reference_loss": per_byte(ref).numpy()}  # fmt: skip
+        return {"change": change, "reference": ref,
+                "loss": loss_per_byte(v["model"], change, t).numpy(),
+                "reference_loss": loss_per_byte(v["model"], ref, t).numpy()}  # fmt: skip
 
     def _check(self, v: Mapping[str, Any]) -> None:
         model = load_model(_model_key(v["model"]) and v["model"])
